@@ -1,0 +1,67 @@
+# attention-profiling: one target per stage (make 05_flash builds ./05_flash/run), all, test,
+# sanitize, compare, clean. CUDA under CUDA_HOME, cuDNN under CUDNN_HOME or the system paths.
+CUDA_HOME  ?= /usr/local/cuda
+CUDNN_HOME ?=
+NVCC       := $(CUDA_HOME)/bin/nvcc
+CC         ?= gcc
+BUILD      := build
+
+# Architecture: the GPU present (nvidia-smi's compute capability), else sm_80 and sm_90.
+GPU_CC := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '.[:space:]')
+ifneq ($(GPU_CC),)
+ARCH := -gencode arch=compute_$(GPU_CC),code=sm_$(GPU_CC)
+else
+ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+endif
+
+INC  := -I$(CUDA_HOME)/include -I$(CUDA_HOME)/extras/CUPTI/include -Icommon
+LIBDIRS := $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/extras/CUPTI/lib64
+ifneq ($(CUDNN_HOME),)
+INC     += -I$(CUDNN_HOME)/include
+LIBDIRS += $(CUDNN_HOME)/lib $(CUDNN_HOME)/lib64
+endif
+LIBDIRS := $(wildcard $(LIBDIRS))
+LDFLAGS := $(addprefix -L,$(LIBDIRS)) $(addprefix -Xlinker -rpath=,$(LIBDIRS))
+LIBS    := -Xlinker --as-needed -lcublasLt -lcublas -lcudnn -lcupti -lcudart -ldl -lm
+
+WERROR  := $(if $(filter true,$(CI)),-Werror,)
+CFLAGS  := -std=c11 -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
+NVFLAGS := -O3 -std=c++17 $(ARCH) -lineinfo -Xcompiler -Wall,-Wextra $(if $(WERROR),-Xcompiler -Werror,) \
+           -Xptxas -warn-spills $(INC)
+
+STAGES := $(sort $(patsubst %/,%,$(wildcard 0[1-9]_*/)))
+
+COMMON_C   := $(filter-out common/run.c,$(wildcard common/*.c))
+COMMON_CU  := $(wildcard common/*.cu)
+COMMON_OBJ := $(COMMON_C:%.c=$(BUILD)/%.o) $(COMMON_CU:%.cu=$(BUILD)/%.cu.o)
+RUN_OBJ    := $(BUILD)/common/run.o
+UNIT       := $(BUILD)/common_unit
+
+.PHONY: all test sanitize compare clean $(STAGES)
+all: $(STAGES) $(UNIT)
+
+$(BUILD)/%.o: %.c $(wildcard common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.cu.o: %.cu $(wildcard common/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+# One stage = its own .cu files + the harness.
+define STAGE_RULES
+$(1): $(1)/run
+$(1)/run: $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard $(1)/*.cu)) $(COMMON_OBJ) $(RUN_OBJ)
+	$(NVCC) $(ARCH) -o $$@ $$^ $(LDFLAGS) $(LIBS)
+endef
+$(foreach s,$(STAGES),$(eval $(call STAGE_RULES,$(s))))
+
+# CPU-only unit tests of common/ (tests/common.bats drives it).
+$(UNIT): $(BUILD)/tests/common_unit.o $(COMMON_OBJ)
+	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) $(LIBS)
+
+test: all
+	bats tests/
+
+clean:
+	rm -rf $(BUILD) $(addsuffix /run,$(STAGES)) traces

@@ -1,0 +1,87 @@
+/* harness.h: the contract between the common run harness and one stage of the course.
+ *
+ * A stage (01_naive/naive.cu, ..., 06_cudnn/cudnn.cu) defines exactly one
+ *     ATTN_STAGE(...) = { ... };
+ * holding its name, its one-line idea and its set-up / forward / tear-down functions. The harness
+ * (common/run.c) owns everything else: flags, tensors, the float64 reference check, the profiler,
+ * the table, the trace and the summary line.
+ *
+ * Tensors: Q, K, V, O are bf16, shape [batch, heads, seq, head_dim], row-major and contiguous on
+ * the device. O = softmax(Q·Kᵀ·scale + causal) · V with scale = 1/sqrt(head_dim), causal mask
+ * top-left (query row i sees keys 0..i).
+ *
+ * This header is C11 and C++ (nvcc compiles the stages as CUDA C++; only C-style code is used).
+ */
+#ifndef ATTN_HARNESS_H
+#define ATTN_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Problem shape. All four are >= 1 once the CLI has validated them. */
+typedef struct {
+    int batch, heads, seq, head_dim;
+} attn_shape;
+
+/* What a stage gets on every call. Device pointers are bf16 (__nv_bfloat16 in the .cu files;
+ * the C harness sees them as void*). */
+typedef struct {
+    attn_shape shape;
+    float scale;               /* 1/sqrt(head_dim) */
+    const void *q, *k, *v;     /* device, bf16 [batch, heads, seq, head_dim] */
+    void *o;                   /* device, bf16 [batch, heads, seq, head_dim] */
+    cudaStream_t stream;       /* every launch of the stage goes on this stream */
+    const cudaDeviceProp *prop;
+    void *state;               /* the stage's own, returned by setup */
+    size_t extra_bytes;        /* device bytes beyond Q, K, V, O; setup may raise it (a workspace) */
+} attn_problem;
+
+typedef struct {
+    const char *name;          /* "01_naive": directory name, trace path, summary line */
+    const char *idea;          /* one line, printed over the table */
+    /* 0 if the stage runs this shape on this device; else write one line (no newline) into why
+     * naming the limit, e.g. "head_dim 96 is not supported (supported: 64, 128)"; exit 2 follows. */
+    int (*supports)(const attn_shape *s, const cudaDeviceProp *prop, char *why, size_t why_len);
+    /* Device bytes the stage will allocate beyond Q, K, V, O (checked against free memory
+     * before anything is allocated). */
+    size_t (*extra_bytes)(const attn_shape *s);
+    /* Once, before the checked forward: allocate buffers, build plans. May be NULL. Returns the
+     * stage state (stored in attn_problem.state). Runs inside the profiler (set-up phase). */
+    void *(*setup)(attn_problem *p);
+    /* One forward: enqueue the work on p->stream and return without synchronizing. */
+    void (*forward)(attn_problem *p);
+    /* Frees what setup made. May be NULL. */
+    void (*teardown)(attn_problem *p);
+    /* Optional stage-only flag, e.g. "--rebuild-plan": return 1 if consumed, 0 if unknown.
+     * flag_help is one line for --help, or NULL. */
+    int (*parse_flag)(const char *arg);
+    const char *flag_help;
+} attn_stage;
+
+/* Each stage defines the one stage object the harness runs. */
+#define ATTN_STAGE_SYMBOL attn_stage_def
+extern const attn_stage ATTN_STAGE_SYMBOL;
+
+/* ---- host ranges (profiler): name the stage's host ops like the blog's CPU lane ---------------
+ * prof_range_push("matmul"); cublas...; prof_range_pop();
+ * Timed with cuptiGetTimestamp (same clock as the GPU records), also pushed as NVTX ranges so
+ * Nsight Systems shows them. Category "cpu_op" in the trace; rows of the table. Nesting allowed.
+ * The name must be a string literal or otherwise outlive the program. */
+void prof_range_push(const char *name);
+void prof_range_pop(void);
+
+/* ---- device memory ------------------------------------------------------------------------------
+ * cudaMalloc that turns out-of-memory into one line on stderr ("<what>: <bytes> bytes do not fit
+ * in device memory (<free> free)") and exit 2; any other error is a CUDA failure (exit 1). */
+void *dev_alloc(size_t bytes, const char *what);
+void dev_free(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
