@@ -25,7 +25,7 @@ LDFLAGS := $(addprefix -L,$(LIBDIRS)) $(addprefix -Xlinker -rpath=,$(LIBDIRS))
 LIBS    := -Xlinker --as-needed -lcublasLt -lcublas -lcudnn -lcupti -lcudart -ldl -lm
 
 WERROR  := $(if $(filter true,$(CI)),-Werror,)
-CFLAGS  := -std=c11 -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
+CFLAGS  := -std=c11 -Itests/unit -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
 NVFLAGS := -O3 -std=c++17 $(ARCH) -lineinfo -Xcompiler -Wall,-Wextra $(if $(WERROR),-Xcompiler -Werror,) \
            -Xptxas -warn-spills $(INC)
 
@@ -57,7 +57,7 @@ endef
 $(foreach s,$(STAGES),$(eval $(call STAGE_RULES,$(s))))
 
 # CPU-only unit tests of common/ (tests/common.bats drives it).
-$(UNIT): $(BUILD)/tests/common_unit.o $(COMMON_OBJ)
+$(UNIT): $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)) $(COMMON_OBJ)
 	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) $(LIBS)
 
 test: all

@@ -36,7 +36,7 @@ typedef struct {
     const void *q, *k, *v;     /* device, bf16 [batch, heads, seq, head_dim] */
     void *o;                   /* device, bf16 [batch, heads, seq, head_dim] */
     cudaStream_t stream;       /* every launch of the stage goes on this stream */
-    const cudaDeviceProp *prop;
+    const struct cudaDeviceProp *prop;
     void *state;               /* the stage's own, returned by setup */
     size_t extra_bytes;        /* device bytes beyond Q, K, V, O; setup may raise it (a workspace) */
 } attn_problem;
@@ -46,7 +46,7 @@ typedef struct {
     const char *idea;          /* one line, printed over the table */
     /* 0 if the stage runs this shape on this device; else write one line (no newline) into why
      * naming the limit, e.g. "head_dim 96 is not supported (supported: 64, 128)"; exit 2 follows. */
-    int (*supports)(const attn_shape *s, const cudaDeviceProp *prop, char *why, size_t why_len);
+    int (*supports)(const attn_shape *s, const struct cudaDeviceProp *prop, char *why, size_t why_len);
     /* Device bytes the stage will allocate beyond Q, K, V, O (checked against free memory
      * before anything is allocated). */
     size_t (*extra_bytes)(const attn_shape *s);
@@ -61,6 +61,8 @@ typedef struct {
      * flag_help is one line for --help, or NULL. */
     int (*parse_flag)(const char *arg);
     const char *flag_help;
+    /* Relative L2 error bound against the float64 reference; 0 means the bf16 default 1e-2. */
+    double tolerance;
 } attn_stage;
 
 /* Each stage defines the one stage object the harness runs. */

@@ -1,0 +1,112 @@
+/* cli.c: see cli.h. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cli.h"
+
+void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
+{
+    fprintf(out,
+            "usage: %s [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]\n"
+            "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--quiet] [--help]%s%s\n"
+            "\n"
+            "%s: %s\n"
+            "Causal attention O = softmax(Q·Kᵀ/sqrt(D) + mask)·V, bf16 [batch, heads, seq, head_dim],\n"
+            "checked against a float64 CPU reference, then profiled (CUPTI): wait 1, warm-up 1, active N.\n"
+            "\n"
+            "  --batch B, --heads H, --seq S, --head-dim D   shape (default 8 16 1024 64, the blog's)\n"
+            "  --warmup N        unprofiled warm-up calls before the profiler schedule (default 3)\n"
+            "  --steps N         active profiled steps (default 3)\n"
+            "  --seed N          seed of the Q, K, V generator (default 0)\n"
+            "  --check-rows N|all  query rows checked against the reference (default 256; always rows\n"
+            "                    0 and seq-1 of several heads)\n"
+            "  --trace PATH|none Chrome trace path (default traces/%s/B_H_S_D.json), or none\n"
+            "  --poison-q ROW    plant a NaN in Q[0, 0, ROW, 0]: that output row must come out NaN\n"
+            "  --quiet           print only the summary line\n"
+            "%s%s"
+            "  --help            this text\n",
+            prog, stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",
+            stage->name, stage->idea, stage->name,
+            stage->flag_help ? stage->flag_help : "", stage->flag_help ? "\n" : "");
+}
+
+/* A whole-string integer in [lo, hi], else exit 2 naming the flag and the limit. */
+static long long parse_int(const char *flag, const char *val, long long lo, long long hi)
+{
+    if (!val) die_usage("%s needs a value (an integer from %lld to %lld)", flag, lo, hi);
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(val, &end, 10);
+    if (errno || end == val || *end != '\0')
+        die_usage("%s: '%s' is not an integer (expected %lld to %lld)", flag, val, lo, hi);
+    if (x < lo || x > hi)
+        die_usage("%s: %lld is out of range (expected %lld to %lld)", flag, x, lo, hi);
+    return x;
+}
+
+void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
+{
+    const attn_shape blog = {8, 16, 1024, 64};
+    memset(o, 0, sizeof *o);
+    o->shape = blog;
+    o->warmup = 3;
+    o->steps = 3;
+    o->seed = 0;
+    o->check_rows = 256;
+    o->poison_q = -1;
+    long long poison = -1;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            cli_usage(stdout, argv[0], stage);
+            exit(0);
+        } else if (!strcmp(a, "--quiet")) {
+            o->quiet = 1;
+            continue;
+        } else if (!strcmp(a, "--batch")) {
+            o->shape.batch = (int)parse_int(a, val, 1, 65535);
+        } else if (!strcmp(a, "--heads")) {
+            o->shape.heads = (int)parse_int(a, val, 1, 65535);
+        } else if (!strcmp(a, "--seq")) {
+            o->shape.seq = (int)parse_int(a, val, 1, 1 << 20);
+        } else if (!strcmp(a, "--head-dim")) {
+            o->shape.head_dim = (int)parse_int(a, val, 1, 1024);
+        } else if (!strcmp(a, "--warmup")) {
+            o->warmup = (int)parse_int(a, val, 0, 1000);
+        } else if (!strcmp(a, "--steps")) {
+            o->steps = (int)parse_int(a, val, 1, 1000);
+        } else if (!strcmp(a, "--seed")) {
+            o->seed = (uint64_t)parse_int(a, val, 0, LLONG_MAX);
+        } else if (!strcmp(a, "--poison-q")) {
+            poison = parse_int(a, val, 0, INT_MAX);
+        } else if (!strcmp(a, "--check-rows")) {
+            if (val && !strcmp(val, "all"))
+                o->check_rows = SIZE_MAX;
+            else
+                o->check_rows = (size_t)parse_int(a, val, 1, LLONG_MAX);
+        } else if (!strcmp(a, "--trace")) {
+            if (!val || !val[0]) die_usage("--trace needs a path or 'none'");
+            if (strlen(val) >= sizeof o->trace)
+                die_usage("--trace: path longer than %zu bytes", sizeof o->trace - 1);
+            strcpy(o->trace, val);
+        } else if (stage->parse_flag && stage->parse_flag(a)) {
+            continue;
+        } else {
+            die_usage("unknown flag '%s' (see %s --help)", a, argv[0]);
+        }
+        i++; /* the flag took a value */
+    }
+    if (poison >= o->shape.seq)
+        die_usage("--poison-q: row %lld is out of range (expected 0 to %d, seq - 1)", poison,
+                  o->shape.seq - 1);
+    o->poison_q = (int)poison;
+    if (!o->trace[0])
+        snprintf(o->trace, sizeof o->trace, "traces/%s/%d_%d_%d_%d.json", stage->name,
+                 o->shape.batch, o->shape.heads, o->shape.seq, o->shape.head_dim);
+}

@@ -1,0 +1,30 @@
+/* cli.h: the flags every stage's ./NN_x/run takes. C11. */
+#ifndef ATTN_CLI_H
+#define ATTN_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#include "harness.h"
+
+typedef struct {
+    attn_shape shape;      /* --batch --heads --seq --head-dim (default 8 16 1024 64, the blog's) */
+    int warmup;            /* --warmup: unprofiled calls before the schedule (default 3) */
+    int steps;             /* --steps: active profiled steps (default 3, after wait 1 + warm-up 1) */
+    uint64_t seed;         /* --seed (default 0) */
+    size_t check_rows;     /* --check-rows N, or SIZE_MAX for `all` (default 256) */
+    char trace[4096];      /* --trace PATH, "none", or "" for traces/NN_x/B_H_S_D.json */
+    int quiet;             /* --quiet: no table, only the summary line */
+    int poison_q;          /* --poison-q ROW: NaN planted in Q row ROW of (0, 0); -1 = none */
+} run_options;
+
+/* Parses argv into *o. Unknown flags go to stage->parse_flag. --help prints the usage and exits
+ * 0; any invalid value prints one line naming the flag and the limit and exits 2. Makes no CUDA
+ * call. */
+void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o);
+
+/* The usage text. */
+void cli_usage(FILE *out, const char *prog, const attn_stage *stage);
+
+#endif

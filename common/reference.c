@@ -1,0 +1,112 @@
+/* reference.c: see reference.h. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "reference.h"
+
+void ref_softmax_row(const double *s, int n, double *p)
+{
+    double m = -INFINITY;
+    for (int j = 0; j < n; j++)
+        if (s[j] > m) m = s[j];
+    if (m == -INFINITY) { /* fully masked row: zeros (PyTorch's safe softmax), not 0/0 */
+        for (int j = 0; j < n; j++) p[j] = 0.0;
+        return;
+    }
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) {
+        p[j] = exp(s[j] - m);
+        sum += p[j];
+    }
+    for (int j = 0; j < n; j++) p[j] /= sum;
+}
+
+static size_t idx(const attn_shape *s, int b, int h, int i)
+{
+    return (((size_t)b * s->heads + h) * s->seq + i) * s->head_dim;
+}
+
+void ref_attention_row(const attn_shape *s, double scale, const bf16_bits *q, const bf16_bits *k,
+                       const bf16_bits *v, int b, int h, int row, double *work, double *o)
+{
+    const int D = s->head_dim, n = row + 1; /* causal: keys 0..row */
+    const bf16_bits *qr = q + idx(s, b, h, row);
+    for (int j = 0; j < n; j++) {
+        const bf16_bits *kr = k + idx(s, b, h, j);
+        double dot = 0.0;
+        for (int d = 0; d < D; d++) dot += (double)bf16_to_float(qr[d]) * bf16_to_float(kr[d]);
+        work[j] = dot * scale;
+    }
+    ref_softmax_row(work, n, work);
+    for (int d = 0; d < D; d++) o[d] = 0.0;
+    for (int j = 0; j < n; j++) {
+        const bf16_bits *vr = v + idx(s, b, h, j);
+        for (int d = 0; d < D; d++) o[d] += work[j] * bf16_to_float(vr[d]);
+    }
+}
+
+static uint64_t mix(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+size_t ref_pick_rows(const attn_shape *s, size_t n_rows, uint64_t seed, size_t *rows)
+{
+    const size_t heads = (size_t)s->batch * s->heads, total = heads * s->seq;
+    if (n_rows >= total) {
+        for (size_t r = 0; r < total; r++) rows[r] = r;
+        return total;
+    }
+    /* Fixed rows first: rows 0 and seq-1 of the first, a middle and the last (b, h). */
+    size_t fixed_heads[3] = {0, heads / 2, heads - 1}, n = 0;
+    for (int f = 0; f < 3 && n < n_rows; f++) {
+        size_t base = fixed_heads[f] * s->seq;
+        rows[n++] = base;
+        if (n < n_rows && s->seq > 1) rows[n++] = base + s->seq - 1;
+    }
+    uint64_t state = seed ^ 0x5EEDC0DEull;
+    while (n < n_rows) rows[n++] = mix(&state) % total;
+    qsort(rows, n, sizeof *rows, cmp_size);
+    size_t u = 0; /* drop duplicates */
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || rows[i] != rows[u - 1]) rows[u++] = rows[i];
+    return u;
+}
+
+check_result ref_check(const attn_shape *s, double scale, const bf16_bits *q, const bf16_bits *k,
+                       const bf16_bits *v, const bf16_bits *o, const size_t *rows, size_t n_rows)
+{
+    check_result r = {0.0, 0.0, n_rows, 0};
+    const int D = s->head_dim;
+    double *work = malloc(sizeof(double) * ((size_t)s->seq + D));
+    if (!work) { r.nonfinite = (size_t)-1; return r; }
+    double *ref = work + s->seq, err2 = 0.0, ref2 = 0.0;
+    for (size_t n = 0; n < n_rows; n++) {
+        size_t flat = rows[n];
+        int i = (int)(flat % s->seq);
+        size_t bh = flat / s->seq;
+        int h = (int)(bh % s->heads), b = (int)(bh / s->heads);
+        ref_attention_row(s, scale, q, k, v, b, h, i, work, ref);
+        const bf16_bits *orow = o + idx(s, b, h, i);
+        for (int d = 0; d < D; d++) {
+            double got = bf16_to_float(orow[d]);
+            if (!isfinite(got)) { r.nonfinite++; continue; }
+            double e = fabs(got - ref[d]);
+            if (e > r.max_abs) r.max_abs = e;
+            err2 += e * e;
+            ref2 += ref[d] * ref[d];
+        }
+    }
+    free(work);
+    r.rel_l2 = ref2 > 0.0 ? sqrt(err2 / ref2) : sqrt(err2);
+    return r;
+}

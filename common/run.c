@@ -1,0 +1,267 @@
+/* run.c: the harness's main(): one stage, checked, profiled, timed, reported.
+ *
+ *  1. flags (cli.c), device and memory checks: bad input -> one line on stderr, exit 2;
+ *  2. Q, K, V from the seeded generator, copied to the device; the stage's set-up (profiled as
+ *     the set-up phase, so a plan build shows in the trace);
+ *  3. O poisoned with NaN, one forward, checked against the float64 reference (reference.c);
+ *     a failure prints the summary line with check=FAIL and exits 1;
+ *  4. warm-up calls, then torch.profiler's schedule: wait 1, warm-up 1, active --steps; each
+ *     forward is one step inside an `attn_fwd` range (profiler.c);
+ *  5. gpu_us: CUDA events around 20 back-to-back forwards (the queue kept full), median of
+ *     several batches, outside the profiler; cpu_us: median host time of one forward call;
+ *  6. the table (table.c), the trace (trace.c), the summary line (last line of stdout).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "check.h"
+#include "cli.h"
+#include "harness.h"
+#include "profiler.h"
+#include "reference.h"
+#include "report.h"
+#include "table.h"
+#include "tensor.h"
+#include "trace.h"
+
+enum { TIMING_CALLS = 20, TIMING_BATCHES = 10 };
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n)
+{
+    qsort(x, n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* Dense bf16 tensor-core peak in TFLOP/s: the datasheet numbers DESIGN.md names, else
+ * SMs x clock x dense bf16 FLOP per clock per SM for the architecture (0 if unknown). */
+static double bf16_peak_tflops(const struct cudaDeviceProp *prop, int device)
+{
+    if (strstr(prop->name, "H100") || strstr(prop->name, "H200")) return 989.0;
+    if (strstr(prop->name, "A100")) return 312.0;
+    int khz = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) != cudaSuccess) return 0.0;
+    double per_sm = prop->major == 9 ? 4096 : prop->major == 8 && prop->minor == 0 ? 2048
+                  : prop->major >= 8 ? 1024 : 0;
+    return prop->multiProcessorCount * (khz * 1e3) * per_sm * 1e-12;
+}
+
+/* The number of GPU activities of each active step: "6" when they agree, else "6,7,6". */
+static void count_per_step(const profile *p, int steps, char *kernels, char *memcpys, size_t len)
+{
+    int k0 = -1, m0 = -1, same = 1;
+    size_t ko = 0, mo = 0;
+    for (int s = 1; s <= steps; s++) {
+        int k, m, ms;
+        prof_count_step(p, s, &k, &m, &ms);
+        k += m + ms; /* all GPU activities, as the blog counts them */
+        if (s == 1) { k0 = k; m0 = m; }
+        else if (k != k0 || m != m0) same = 0;
+        ko += snprintf(kernels + ko, ko < len ? len - ko : 0, "%s%d", s > 1 ? "," : "", k);
+        mo += snprintf(memcpys + mo, mo < len ? len - mo : 0, "%s%d", s > 1 ? "," : "", m);
+    }
+    if (same) {
+        snprintf(kernels, len, "%d", k0);
+        snprintf(memcpys, len, "%d", m0);
+    }
+}
+
+/* Poisoned run: the output rows holding a NaN must be exactly row `row` of head (0, 0), all of
+ * it. Returns 1 when so. */
+static int poison_rows_ok(const attn_shape *s, const bf16_bits *o, int row)
+{
+    const size_t rows = (size_t)s->batch * s->heads * s->seq;
+    for (size_t r = 0; r < rows; r++) {
+        int nan_count = 0;
+        for (int d = 0; d < s->head_dim; d++)
+            nan_count += isnan(bf16_to_float(o[r * s->head_dim + d]));
+        int expect = r == (size_t)row ? s->head_dim : 0;
+        if (nan_count != expect) return 0;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    const attn_stage *stage = &ATTN_STAGE_SYMBOL;
+    run_options opt;
+    cli_parse(argc, argv, stage, &opt);
+    const attn_shape *s = &opt.shape;
+
+    /* The device. cudaGetDeviceCount creates no context, so the profiler can still attach. */
+    int n_dev = 0;
+    cudaError_t e = cudaGetDeviceCount(&n_dev);
+    if (e != cudaSuccess || n_dev == 0)
+        die_usage("no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    prof_init();
+    const int device = 0;
+    struct cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    CUDA_CHECK(cudaSetDevice(device));
+    char why[512] = {0};
+    if (stage->supports && stage->supports(s, &prop, why, sizeof why) != 0)
+        die_usage("%s", why[0] ? why : "this shape is not supported by this stage");
+
+    /* Memory: Q, K, V, O plus the stage's extra bytes must fit. */
+    const size_t elems = (size_t)s->batch * s->heads * s->seq * s->head_dim;
+    const size_t bytes = elems * sizeof(bf16_bits);
+    const size_t extra = stage->extra_bytes ? stage->extra_bytes(s) : 0;
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    const double need = 4.0 * (double)bytes + (double)extra;
+    if (need > (double)free_b)
+        die_usage("shape %dx%dx%dx%d needs %zu bytes of device memory (Q, K, V, O: %zu; stage: %zu), "
+                  "only %zu free", s->batch, s->heads, s->seq, s->head_dim, (size_t)need,
+                  4 * bytes, extra, free_b);
+
+    bf16_bits *hq = malloc(bytes), *hk = malloc(bytes), *hv = malloc(bytes), *ho = malloc(bytes);
+    if (!hq || !hk || !hv || !ho)
+        die_usage("shape %dx%dx%dx%d: %zu bytes of host memory not available", s->batch,
+                  s->heads, s->seq, s->head_dim, 4 * bytes);
+    tensor_fill_normal(hq, elems, opt.seed, 1);
+    tensor_fill_normal(hk, elems, opt.seed, 2);
+    tensor_fill_normal(hv, elems, opt.seed, 3);
+    if (opt.poison_q >= 0) hq[(size_t)opt.poison_q * s->head_dim] = BF16_POISON;
+
+    attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.shape = *s;
+    p.scale = (float)(1.0 / sqrt((double)s->head_dim));
+    p.prop = &prop;
+    p.stream = 0; /* the legacy default stream, as PyTorch's eager launches */
+    p.extra_bytes = extra;
+    p.q = dev_alloc(bytes, "Q");
+    p.k = dev_alloc(bytes, "K");
+    p.v = dev_alloc(bytes, "V");
+    p.o = dev_alloc(bytes, "O");
+    CUDA_CHECK(cudaMemcpy((void *)p.q, hq, bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy((void *)p.k, hk, bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy((void *)p.v, hv, bytes, cudaMemcpyHostToDevice));
+
+    prof_step_begin(0, 1); /* set-up phase: kept for the trace (a plan build shows there) */
+    p.state = stage->setup ? stage->setup(&p) : NULL;
+    prof_step_end();
+
+    /* The checked forward, on an output full of NaN. */
+    prof_step_begin(-1, 0);
+    CUDA_CHECK(cudaMemsetAsync(p.o, 0xFF, bytes, p.stream)); /* 0xFFFF: a bf16 NaN */
+    stage->forward(&p);
+    prof_step_end();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(ho, p.o, bytes, cudaMemcpyDeviceToHost));
+
+    const size_t total_rows = (size_t)s->batch * s->heads * s->seq;
+    size_t want = opt.check_rows < total_rows ? opt.check_rows : total_rows;
+    size_t *rows = malloc(sizeof(size_t) * (want + 6));
+    if (!rows) die_usage("--check-rows: %zu rows do not fit in host memory", want);
+    size_t n_rows = ref_pick_rows(s, want, opt.seed, rows);
+    if (opt.poison_q >= 0) { /* the poisoned row is checked separately, by poison_rows_ok */
+        size_t u = 0;
+        for (size_t r = 0; r < n_rows; r++)
+            if (rows[r] != (size_t)opt.poison_q) rows[u++] = rows[r];
+        n_rows = u;
+    }
+    check_result chk = ref_check(s, p.scale, hq, hk, hv, ho, rows, n_rows);
+    const double tol = stage->tolerance > 0 ? stage->tolerance : 1e-2;
+    int pass = chk.nonfinite == 0 && chk.rel_l2 <= tol;
+    if (opt.poison_q >= 0 && !poison_rows_ok(s, ho, opt.poison_q)) {
+        fprintf(stderr, "check: with --poison-q %d, the NaN rows of O are not exactly row %d of "
+                "head (0, 0)\n", opt.poison_q, opt.poison_q);
+        pass = 0;
+    }
+    if (!pass) {
+        fprintf(stderr, "check: FAIL: rel_l2=%.3e (bound %.1e), max_abs=%.3e, %zu non-finite "
+                "elements in %zu checked rows\n", chk.rel_l2, tol, chk.max_abs, chk.nonfinite,
+                chk.rows);
+        printf("result stage=%s shape=%dx%dx%dx%d rel_l2=%.3e max_abs=%.3e check=FAIL trace=none\n",
+               stage->name, s->batch, s->heads, s->seq, s->head_dim, chk.rel_l2, chk.max_abs);
+        return 1;
+    }
+
+    /* Warm-up, then the profiler's schedule: wait 1, warm-up 1 (both dropped), active steps. */
+    for (int i = 0; i < opt.warmup + 2; i++) {
+        prof_step_begin(-1, 0);
+        stage->forward(&p);
+        prof_step_end();
+    }
+    for (int step = 1; step <= opt.steps; step++) {
+        prof_step_begin(step, 1);
+        stage->forward(&p);
+        prof_step_end();
+    }
+    profile prof;
+    prof_finish(&prof); /* synchronizes; from here on nothing is recorded */
+
+    /* gpu_us and cpu_us, unprofiled. */
+    cudaEvent_t ev0, ev1;
+    CUDA_CHECK(cudaEventCreate(&ev0));
+    CUDA_CHECK(cudaEventCreate(&ev1));
+    double gpu[TIMING_BATCHES], cpu[TIMING_BATCHES * TIMING_CALLS];
+    for (int b = 0; b < TIMING_BATCHES; b++) {
+        CUDA_CHECK(cudaEventRecord(ev0, p.stream));
+        for (int c = 0; c < TIMING_CALLS; c++) {
+            double t0 = now_us();
+            stage->forward(&p);
+            cpu[b * TIMING_CALLS + c] = now_us() - t0;
+        }
+        CUDA_CHECK(cudaEventRecord(ev1, p.stream));
+        CUDA_CHECK(cudaEventSynchronize(ev1));
+        float ms = 0.0f;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
+        gpu[b] = ms * 1e3 / TIMING_CALLS;
+    }
+    CUDA_CHECK(cudaEventDestroy(ev0));
+    CUDA_CHECK(cudaEventDestroy(ev1));
+    const double gpu_us = median(gpu, TIMING_BATCHES);
+    const double cpu_us = median(cpu, TIMING_BATCHES * TIMING_CALLS);
+    /* FlashAttention's convention: 4·B·H·S²·D, halved for causal. */
+    const double flops = 2.0 * s->batch * s->heads * (double)s->seq * s->seq * s->head_dim;
+    const double tflops = flops / (gpu_us * 1e-6) * 1e-12;
+    const double peak = bf16_peak_tflops(&prop, device);
+
+    report_info info;
+    memset(&info, 0, sizeof info);
+    info.stage = stage->name;
+    info.idea = stage->idea;
+    info.shape = *s;
+    info.prop = &prop;
+    if (!opt.quiet) table_print(stdout, &prof, &info);
+    const int want_trace = strcmp(opt.trace, "none") != 0;
+    if (want_trace) trace_write(opt.trace, &prof, &info);
+
+    char kps[128], mps[128];
+    count_per_step(&prof, opt.steps, kps, mps, sizeof kps);
+    printf("result stage=%s shape=%dx%dx%dx%d kernels_per_step=%s memcpy_per_step=%s gpu_us=%.1f "
+           "cpu_us=%.1f tflops=%.1f pct_peak=%.1f extra_bytes=%zu rel_l2=%.3e max_abs=%.3e "
+           "check=PASS trace=%s\n",
+           stage->name, s->batch, s->heads, s->seq, s->head_dim, kps, mps, gpu_us, cpu_us,
+           tflops, peak > 0 ? 100.0 * tflops / peak : 0.0, p.extra_bytes, chk.rel_l2,
+           chk.max_abs, want_trace ? opt.trace : "none");
+
+    if (stage->teardown) stage->teardown(&p);
+    dev_free((void *)p.q);
+    dev_free((void *)p.k);
+    dev_free((void *)p.v);
+    dev_free(p.o);
+    prof_free(&prof);
+    free(rows);
+    free(hq); free(hk); free(hv); free(ho);
+    return 0;
+}

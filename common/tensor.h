@@ -1,0 +1,26 @@
+/* tensor.h: host-side bf16 tensors: seeded init, conversions. C11. */
+#ifndef ATTN_TENSOR_H
+#define ATTN_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* bf16 as its 16 bits (host C has no bf16 type). */
+typedef uint16_t bf16_bits;
+
+/* float -> bf16, round to nearest even; NaN stays a (quiet) NaN. */
+bf16_bits bf16_from_float(float x);
+/* bf16 -> float, exact. */
+float bf16_to_float(bf16_bits b);
+
+/* Fills x[0..n) with approximately standard-normal values rounded to bf16, from a generator
+ * seeded by (seed, stream) so Q, K and V differ. The generator is splitmix64 feeding an
+ * Irwin–Hall sum of 12 16-bit uniforms minus 6 (mean 0, variance 1, tails cut at ±6): integer and
+ * exactly-rounded double arithmetic only, no libm, so the same seed gives the same bits on any
+ * machine and compiler. */
+void tensor_fill_normal(bf16_bits *x, size_t n, uint64_t seed, uint64_t stream);
+
+/* The bf16 bit pattern that poisons O before the checked forward: a quiet NaN. */
+#define BF16_POISON ((bf16_bits)0x7FC1)
+
+#endif
