@@ -40,18 +40,18 @@ UNIT       := $(BUILD)/common_unit
 .PHONY: all test sanitize compare clean $(STAGES)
 all: $(STAGES) $(UNIT)
 
-$(BUILD)/%.o: %.c $(wildcard common/*.h)
+$(BUILD)/%.o: %.c $(wildcard common/*.h tests/unit/*.h $(addsuffix /*.h,$(STAGES)))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu $(wildcard common/*.h)
+$(BUILD)/%.cu.o: %.cu $(wildcard common/*.h $(addsuffix /*.h,$(STAGES)) $(addsuffix /*.cuh,$(STAGES)))
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
-# One stage = its own .cu files + the harness.
+# One stage = its own .cu files (nvcc) and host-only .c files (gcc) + the harness.
 define STAGE_RULES
 $(1): $(1)/run
-$(1)/run: $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard $(1)/*.cu)) $(COMMON_OBJ) $(RUN_OBJ)
+$(1)/run: $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard $(1)/*.cu)) $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/*.c)) $(COMMON_OBJ) $(RUN_OBJ)
 	$(NVCC) $(ARCH) -o $$@ $$^ $(LDFLAGS) $(LIBS)
 endef
 $(foreach s,$(STAGES),$(eval $(call STAGE_RULES,$(s))))

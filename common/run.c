@@ -8,7 +8,7 @@
  *  4. warm-up calls, then torch.profiler's schedule: wait 1, warm-up 1, active --steps; each
  *     forward is one step inside an `attn_fwd` range (profiler.c);
  *  5. gpu_us: CUDA events around 20 back-to-back forwards (the queue kept full), median of
- *     several batches, outside the profiler; cpu_us: median host time of one forward call;
+ *     10 batches (3 when a batch is slow), outside the profiler; cpu_us: median host time of one forward call;
  *  6. the table (table.c), the trace (trace.c), the summary line (last line of stdout).
  */
 #include <math.h>
@@ -214,7 +214,10 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaEventCreate(&ev0));
     CUDA_CHECK(cudaEventCreate(&ev1));
     double gpu[TIMING_BATCHES], cpu[TIMING_BATCHES * TIMING_CALLS];
-    for (int b = 0; b < TIMING_BATCHES; b++) {
+    const double timing_start = now_us();
+    int batches = 0;
+    /* 10 batches, or at least 3 when they are slow (a plan rebuilt per call): at most ~2 s. */
+    for (int b = 0; b < TIMING_BATCHES && (b < 3 || now_us() - timing_start < 2e6); b++, batches++) {
         CUDA_CHECK(cudaEventRecord(ev0, p.stream));
         for (int c = 0; c < TIMING_CALLS; c++) {
             double t0 = now_us();
@@ -229,8 +232,8 @@ int main(int argc, char **argv)
     }
     CUDA_CHECK(cudaEventDestroy(ev0));
     CUDA_CHECK(cudaEventDestroy(ev1));
-    const double gpu_us = median(gpu, TIMING_BATCHES);
-    const double cpu_us = median(cpu, TIMING_BATCHES * TIMING_CALLS);
+    const double gpu_us = median(gpu, batches);
+    const double cpu_us = median(cpu, batches * TIMING_CALLS);
     /* FlashAttention's convention: 4·B·H·S²·D, halved for causal. */
     const double flops = 2.0 * s->batch * s->heads * (double)s->seq * s->seq * s->head_dim;
     const double tflops = flops / (gpu_us * 1e-6) * 1e-12;

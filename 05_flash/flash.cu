@@ -1,0 +1,486 @@
+/* 05_flash: causal attention in one kernel and one sweep over K and V (FlashAttention-2).
+ *
+ * The idea: the online softmax folded into the output. A block owns BLOCK_M query rows and walks
+ * the key tiles 0, 1, ... up to the diagonal once. After each key tile it knows a new running
+ * maximum m of every row; instead of sweeping K a second time (04_efficient), it rescales what it
+ * has accumulated so far, O and the row sum l, by alpha = exp(m_old - m_new), and adds the new
+ * tile's P.V. O is divided by l once, at the end.
+ *   Milakov & Gimelshein 2018, "Online normalizer calculation for softmax";
+ *   Dao et al. 2022, "FlashAttention"; Dao 2023, "FlashAttention-2" (the work split below).
+ *
+ * Work split (FlashAttention-2): 4 warps, each owns BLOCK_M/4 query rows (32 at BLOCK_M = 128,
+ * i.e. two m16 tiles), all the keys of the tile and all head_dim columns of O, so a row's max and
+ * sum never leave its warp: the 4 lanes of a quad hold a row, two shuffles reduce it.
+ *
+ * Per key tile, per warp (flash_fwd_tile below, the steps named as in README.md):
+ *   S = Q.K^T        mma.sync m16n8k16 bf16 -> f32; Q from registers, K by ldmatrix.x4 from smem
+ *   mask             only on tiles that cross the diagonal or the end of the sequence
+ *   online softmax   m_new, alpha = 2^((m_old - m_new)*c), P = 2^(S*c - m_new*c), l = alpha*l + sum P,
+ *                    O *= alpha, with c = scale*log2(e) folded into one FFMA per element
+ *   O += P.V         P re-packed in registers as the A operand (the S accumulator layout is the
+ *                    A layout), V by ldmatrix.x4.trans
+ * K and V tiles are double-buffered: cp.async brings tile j+1 while tile j is computed. Shared
+ * tiles are stored with an XOR swizzle (16-byte chunk c of row r at chunk c ^ (r & 7)) so every
+ * ldmatrix and every cp.async is free of bank conflicts. Key tiles past the diagonal are never
+ * loaded; warps skip the key tiles that lie wholly past their own last row. The grid launches the
+ * heaviest query tiles (last rows, most key tiles) first.
+ *
+ * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128, any seq >= 1
+ * (rows past seq are zero-filled on load and never stored). One launch per forward, no extra
+ * device memory.
+ *
+ * Kernel names: flash_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_sm80: bf16 in and out,
+ * causal mask, BLOCK_M query rows x BLOCK_N keys per tile, the head_dim it is compiled for, and
+ * sm80 for the instruction set (mma.sync, ldmatrix, cp.async: sm_80 and newer, the H200 too).
+ *
+ * Tuning knobs (compile-time, for experiments; the defaults are what the chapter measures):
+ *   FLASH_D64_BLOCK_M, FLASH_D64_BLOCK_N, FLASH_D64_Q_IN_REGS, FLASH_D64_MIN_BLOCKS and the same
+ *   for D128; e.g.  make 05_flash NVCC="nvcc -DFLASH_D64_BLOCK_N=128 -DFLASH_D64_Q_IN_REGS=0".
+ *   FLASH_POISON_SMEM fills shared memory with bf16 NaN first, so a missing zero-fill shows.
+ */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <limits.h>
+
+#include "harness.h"
+#include "check.h"
+#include "mma_sm80.cuh"
+
+#ifndef FLASH_D64_BLOCK_M
+#define FLASH_D64_BLOCK_M 128
+#endif
+#ifndef FLASH_D64_BLOCK_N
+#define FLASH_D64_BLOCK_N 64
+#endif
+#ifndef FLASH_D64_Q_IN_REGS
+#define FLASH_D64_Q_IN_REGS 1
+#endif
+#ifndef FLASH_D64_MIN_BLOCKS
+#define FLASH_D64_MIN_BLOCKS 3
+#endif
+#ifndef FLASH_D128_BLOCK_M
+#define FLASH_D128_BLOCK_M 128
+#endif
+#ifndef FLASH_D128_BLOCK_N
+#define FLASH_D128_BLOCK_N 64
+#endif
+#ifndef FLASH_D128_Q_IN_REGS
+#define FLASH_D128_Q_IN_REGS 0
+#endif
+#ifndef FLASH_D128_MIN_BLOCKS
+#define FLASH_D128_MIN_BLOCKS 2
+#endif
+
+#define FLASH_WARPS   4
+#define FLASH_THREADS (32 * FLASH_WARPS)
+#define LOG2E         1.4426950408889634f
+
+/* Kernel arguments. Pointers are the bf16 tensors [batch, heads, seq, head_dim]. */
+typedef struct {
+    const __nv_bfloat16 *q, *k, *v;
+    __nv_bfloat16 *o;
+    int seq;
+    float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
+} flash_params;
+
+/* Shared-memory bytes of one block: Q tile (reused for the O tile at the end) + 2 K + 2 V tiles. */
+#define FLASH_SMEM_BYTES(D, BM, BN) ((size_t)((BM) + 4 * (BN)) * (D) * 2)
+
+/* Byte offset of 16-byte chunk c of row r in a swizzled tile with rows of D bf16. */
+static __device__ __forceinline__ uint32_t swizzle_off(int r, int c, int D)
+{
+    return (uint32_t)(r * D * 2 + ((c ^ (r & 7)) << 4));
+}
+
+/* Start the copy of ROWS rows (row0 ...) of one [seq, D] matrix into a swizzled shared tile.
+ * All 128 threads take part: thread i copies 16-byte chunk i % (D/8) of rows i / (D/8) + k *
+ * (128 / (D/8)), so 8 neighbouring lanes read 128 contiguous bytes of global memory and write
+ * 8 different bank groups of shared memory. Rows >= seq are zero-filled (src_bytes 0, the source
+ * address clamped to row 0), so padded keys give S = 0 (then masked) and padded values V = 0. */
+template <int D, int ROWS>
+static __device__ __forceinline__ void load_tile_async(uint32_t s_tile, const __nv_bfloat16 *g,
+                                                       int row0, int seq)
+{
+    constexpr int CHUNKS = D / 8;
+    constexpr int ROWS_PER_PASS = FLASH_THREADS / CHUNKS;   /* 16 (d64) or 8 (d128) */
+    static_assert(ROWS % ROWS_PER_PASS == 0, "tile rows must be a multiple of a pass");
+    static_assert(ROWS_PER_PASS % 8 == 0, "a pass must keep row & 7, hence the swizzle, fixed");
+    const int c = threadIdx.x % CHUNKS;
+    const int r = threadIdx.x / CHUNKS;
+    const uint32_t dst = s_tile + swizzle_off(r, c, D);
+#pragma unroll
+    for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
+        const int row = row0 + r + i * ROWS_PER_PASS;
+        const bool inside = row < seq;
+        cp_async_16(dst + i * ROWS_PER_PASS * D * 2, g + (inside ? row : 0) * D + c * 8,
+                    inside ? 16 : 0);
+    }
+}
+
+/* One block = one query tile of BLOCK_M rows of one (batch, head); see the file comment.
+ * Grid: x = batch*heads, y = query tiles, heaviest (last) tile first. Block: 128 threads.
+ * Dynamic shared memory: FLASH_SMEM_BYTES(D, BM, BN).
+ *
+ * Fragment bookkeeping, lane = 4g + t (g = lane/4, t = lane%4), warp w owns tile rows
+ * w*R .. w*R+R-1, R = BM/4, as MT = R/16 m16 tiles:
+ *   s[mt][nt][i]  S/P element (row 16mt + g + 8(i/2), key 8nt + 2t + i%2) of this key tile
+ *   o[mt][dt][i]  O element   (row 16mt + g + 8(i/2), col 8dt + 2t + i%2)
+ *   m_run[mt][h], l_run[mt][h]  running max (raw Q.K units) and this lane's part of the row sum
+ *                 of row 16mt + g + 8h; the max is quad-uniform, the sum is reduced at the end. */
+template <int D, int BM, int BN, bool Q_IN_REGS>
+static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
+{
+    constexpr int R  = BM / FLASH_WARPS;   /* query rows per warp */
+    constexpr int MT = R / 16;             /* m16 tiles per warp */
+    constexpr int NT = BN / 8;             /* n8 tiles of S per m16 tile */
+    constexpr int KD = D / 16;             /* k16 steps of Q.K^T */
+    constexpr int DT = D / 8;              /* n8 tiles of O */
+    constexpr int KS = BN / 16;            /* k16 steps of P.V */
+    constexpr int ROW_BYTES = D * 2;
+    static_assert(R % 16 == 0 && BN % 16 == 0 && D % 16 == 0, "tile shape");
+
+    extern __shared__ __align__(1024) uint4 smem[];
+    const uint32_t sQ = smem_addr(smem);                   /* BM rows; the O tile at the end */
+    const uint32_t sK = sQ + BM * ROW_BYTES;               /* 2 buffers of BN rows */
+    const uint32_t sV = sK + 2 * BN * ROW_BYTES;           /* 2 buffers of BN rows */
+
+#ifdef FLASH_POISON_SMEM
+    for (int i = threadIdx.x; i < (int)(FLASH_SMEM_BYTES(D, BM, BN) / 4); i += FLASH_THREADS)
+        st_shared_b32(sQ + 4 * i, 0xFFFFFFFFu);
+    __syncthreads();
+#endif
+
+    const int seq  = p.seq;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int m0 = (int)(gridDim.y - 1 - blockIdx.y) * BM;  /* heaviest query tile first */
+    const size_t bh = (size_t)blockIdx.x * seq * D;
+    const __nv_bfloat16 *q = p.q + bh, *k = p.k + bh, *v = p.v + bh;
+    const float c = p.scale_log2;
+
+    /* Causal bounds. Block: key tiles 0 .. n_end-1 reach the block's last row. Warp: tiles past
+     * its own last row are all masked and skipped (0 if the warp holds only rows >= seq). */
+    const int n_tiles = (seq + BN - 1) / BN;
+    const int n_end   = min(n_tiles, (m0 + BM - 1) / BN + 1);
+    const int w_row0  = m0 + warp * R;
+    const int w_n_end = w_row0 < seq ? min(n_tiles, (w_row0 + R - 1) / BN + 1) : 0;
+
+    /* ldmatrix lane addresses (mma-attention-facts.md section 3).
+     *   Q (A operand) and V (.trans B operand): lane gives row (lane & 15), chunk 2kk + lane/16;
+     *   K (B operand): row (lane & 7) + 8*(lane/16), chunk 2kk + (lane/8 & 1).
+     * The 8 rows of one 8x8 matrix all have row & 7 == lane & 7, so the swizzled chunk is
+     * (2kk + b) ^ (lane & 7) = 2kk ^ y with y = b ^ (lane & 7), i.e. byte (16y) ^ (32kk) in the
+     * row. Rows start on 128-byte (d64) or 256-byte (d128) boundaries and 32kk < 2*D, so
+     *   address(kk) = (row start + 16y) ^ (32kk):
+     * one XOR with an immediate per k-step on one base register, the other offsets (m16 tile,
+     * n16 pair, k16 step of V) being immediates of the ldmatrix. Needs each tile to start on a
+     * 256-byte boundary: checked below. */
+    const uint32_t y_a = (uint32_t)(((lane >> 4) ^ (lane & 7)) << 4);
+    const uint32_t y_k = (uint32_t)((((lane >> 3) & 1) ^ (lane & 7)) << 4);
+    const uint32_t q_lane = sQ + (warp * R + (lane & 15)) * ROW_BYTES + y_a;
+    const uint32_t k_lane = sK + ((lane & 7) + ((lane >> 4) << 3)) * ROW_BYTES + y_k;
+    const uint32_t v_lane = sV + (lane & 15) * ROW_BYTES + y_a;
+    if (sQ & 255u) __trap();                 /* dynamic shared memory not 256-byte aligned */
+
+    /* Prologue: Q tile (group 1), K and V tile 0 (group 2). */
+    load_tile_async<D, BM>(sQ, q, m0, seq);
+    cp_async_commit();
+    load_tile_async<D, BN>(sK, k, 0, seq);
+    load_tile_async<D, BN>(sV, v, 0, seq);
+    cp_async_commit();
+
+    float o[MT][DT][4];
+    float m_run[MT][2], l_run[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) o[mt][dt][i] = 0.f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) { m_run[mt][h] = -INFINITY; l_run[mt][h] = 0.f; }
+    }
+
+    /* Q kept in registers for the whole sweep: this warp's rows, as MT x KD A fragments. */
+    uint32_t qf[Q_IN_REGS ? MT : 1][Q_IN_REGS ? KD : 1][4];
+    if constexpr (Q_IN_REGS) {
+        cp_async_wait<1>();                  /* this thread's Q copies have landed ... */
+        __syncthreads();                     /* ... and everybody's */
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int kk = 0; kk < KD; ++kk)
+                ldmatrix_x4(qf[mt][kk], (q_lane ^ (32u * kk)) + mt * 16 * ROW_BYTES);
+    }
+
+    for (int n = 0; n < n_end; ++n) {
+        /* Tile n has landed (it is the only group in flight) and every warp is done with tile
+         * n-1, whose buffers the copies of tile n+1 now overwrite. */
+        cp_async_wait<0>();
+        __syncthreads();
+        if (n + 1 < n_end) {
+            const uint32_t next = (uint32_t)(((n + 1) & 1) * BN * ROW_BYTES);
+            load_tile_async<D, BN>(sK + next, k, (n + 1) * BN, seq);
+            load_tile_async<D, BN>(sV + next, v, (n + 1) * BN, seq);
+        }
+        cp_async_commit();                   /* possibly empty: keeps the group count simple */
+
+        if (n >= w_n_end) continue;          /* warp-uniform: this tile is all future keys */
+        const uint32_t buf = (uint32_t)((n & 1) * BN * ROW_BYTES);
+
+        /* S = Q.K^T: each K fragment (two n8 tiles) feeds all MT m16 tiles of the warp. */
+        float s[MT][NT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) s[mt][nt][i] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk) {
+            uint32_t qa[MT][4];
+            if constexpr (!Q_IN_REGS) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+                    ldmatrix_x4(qa[mt], (q_lane ^ (32u * kk)) + mt * 16 * ROW_BYTES);
+            }
+#pragma unroll
+            for (int np = 0; np < NT / 2; ++np) {
+                uint32_t kb[4];
+                ldmatrix_x4(kb, ((k_lane + buf) ^ (32u * kk)) + np * 16 * ROW_BYTES);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    const uint32_t *a = Q_IN_REGS ? qf[Q_IN_REGS ? mt : 0][Q_IN_REGS ? kk : 0]
+                                                  : qa[mt];
+                    mma_bf16_16816(s[mt][2 * np], a, kb[0], kb[1]);
+                    mma_bf16_16816(s[mt][2 * np + 1], a, kb[2], kb[3]);
+                }
+            }
+        }
+
+        /* Mask by assignment (-inf), only where the tile crosses this warp's diagonal or the
+         * end of the sequence: key col is visible to row iff col <= row and col < seq. */
+        const int key0 = n * BN;
+        if (key0 + BN - 1 > w_row0 || key0 + BN > seq) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int limit = min(w_row0 + mt * 16 + g + 8 * h + 1, seq) - key0;
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            if (nt * 8 + 2 * t + e >= limit) s[mt][nt][2 * h + e] = -INFINITY;
+                }
+        }
+
+        /* Online softmax, one row (mt, h) at a time; the quad (4 lanes) holds the row. P goes
+         * straight to bf16 pairs, pk[mt][nt][h] = (P[row][8nt+2t], P[row][8nt+2t+1]) with
+         * row = 16mt + g + 8h, so S's 64 floats are dead before P.V starts. */
+        uint32_t pk[MT][NT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float m_new = m_run[mt][h];
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+                    m_new = fmaxf(m_new, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+                m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));
+                m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));
+                /* A row that has seen only masked keys keeps m = -inf; use 0 so that
+                 * -inf - -inf never happens (alpha and P are then exactly 0). */
+                const float m_use = m_new == -INFINITY ? 0.f : m_new;
+                const float alpha = exp2_approx((m_run[mt][h] - m_use) * c);
+                const float m_c   = m_use * c;
+                m_run[mt][h] = m_new;
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt) {
+                    const float p0 = exp2_approx(fmaf(s[mt][nt][2 * h], c, -m_c));
+                    const float p1 = exp2_approx(fmaf(s[mt][nt][2 * h + 1], c, -m_c));
+                    sum += p0 + p1;
+                    pk[mt][nt][h] = pack_bf16x2(p0, p1);
+                }
+                l_run[mt][h] = fmaf(l_run[mt][h], alpha, sum);
+#pragma unroll
+                for (int dt = 0; dt < DT; ++dt) {
+                    o[mt][dt][2 * h]     *= alpha;
+                    o[mt][dt][2 * h + 1] *= alpha;
+                }
+            }
+
+        /* O += P.V. The A fragment of keys 16kk..16kk+15 is S/P tiles 2kk and 2kk+1:
+         * a0 = (row g, keys 2t, 2t+1), a1 = (row g+8, same keys), a2, a3 = the same 8 keys on. */
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+#pragma unroll
+            for (int dp = 0; dp < DT / 2; ++dp) {
+                uint32_t vb[4];
+                ldmatrix_x4_trans(vb, ((v_lane + buf) ^ (32u * dp)) + kk * 16 * ROW_BYTES);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    const uint32_t pa[4] = { pk[mt][2 * kk][0], pk[mt][2 * kk][1],
+                                             pk[mt][2 * kk + 1][0], pk[mt][2 * kk + 1][1] };
+                    mma_bf16_16816(o[mt][2 * dp], pa, vb[0], vb[1]);
+                    mma_bf16_16816(o[mt][2 * dp + 1], pa, vb[2], vb[3]);
+                }
+            }
+        }
+    }
+
+    /* Epilogue: O /= l (rows that saw no key keep O = 0), to bf16, through this warp's own
+     * rows of the Q tile (no other warp reads them) to 16-byte coalesced global stores. */
+    __syncwarp();
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float l = l_run[mt][h];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            const float inv = l > 0.f ? 1.f / l : 1.f;
+            const int r = warp * R + mt * 16 + g + 8 * h;     /* row in the tile; r & 7 == g */
+#pragma unroll
+            for (int dt = 0; dt < DT; ++dt)
+                st_shared_b32(sQ + swizzle_off(r, dt, D) + 4 * t,
+                              pack_bf16x2(o[mt][dt][2 * h] * inv, o[mt][dt][2 * h + 1] * inv));
+        }
+    __syncwarp();
+    constexpr int CHUNKS = D / 8;
+#pragma unroll
+    for (int i = 0; i < R * CHUNKS / 32; ++i) {
+        const int idx = i * 32 + lane;
+        const int r = warp * R + idx / CHUNKS, ch = idx % CHUNKS;
+        if (m0 + r < seq)
+            *(uint4 *)(p.o + bh + (size_t)(m0 + r) * D + ch * 8) = ld_shared_v4(sQ + swizzle_off(r, ch, D));
+    }
+}
+
+/* The two kernels, one per head_dim, named after their tile shape (see the file comment). */
+#define FLASH_KERNEL_NAME(BM, BN, D)  FLASH_KERNEL_NAME_(BM, BN, D)
+#define FLASH_KERNEL_NAME_(BM, BN, D) flash_fwd_bf16_causal_##BM##x##BN##_d##D##_sm80
+#define FLASH_D64_KERNEL  FLASH_KERNEL_NAME(FLASH_D64_BLOCK_M, FLASH_D64_BLOCK_N, 64)
+#define FLASH_D128_KERNEL FLASH_KERNEL_NAME(FLASH_D128_BLOCK_M, FLASH_D128_BLOCK_N, 128)
+
+__global__ void __launch_bounds__(FLASH_THREADS, FLASH_D64_MIN_BLOCKS)
+FLASH_D64_KERNEL(const flash_params p)
+{
+    flash_fwd_tile<64, FLASH_D64_BLOCK_M, FLASH_D64_BLOCK_N, (FLASH_D64_Q_IN_REGS != 0)>(p);
+}
+
+__global__ void __launch_bounds__(FLASH_THREADS, FLASH_D128_MIN_BLOCKS)
+FLASH_D128_KERNEL(const flash_params p)
+{
+    flash_fwd_tile<128, FLASH_D128_BLOCK_M, FLASH_D128_BLOCK_N, (FLASH_D128_Q_IN_REGS != 0)>(p);
+}
+
+/* ---- the stage -------------------------------------------------------------------------------- */
+
+static int block_m_for(int head_dim)
+{
+    return head_dim == 64 ? FLASH_D64_BLOCK_M : FLASH_D128_BLOCK_M;
+}
+
+static size_t smem_for(int head_dim)
+{
+    return head_dim == 64 ? FLASH_SMEM_BYTES(64, FLASH_D64_BLOCK_M, FLASH_D64_BLOCK_N)
+                          : FLASH_SMEM_BYTES(128, FLASH_D128_BLOCK_M, FLASH_D128_BLOCK_N);
+}
+
+/* head_dim 64 or 128; compute capability 8.0+; the block's shared memory within the opt-in
+ * limit; query tiles within the grid's y limit; batch*heads within its x limit. */
+static int flash_supports(const attn_shape *s, const cudaDeviceProp *prop, char *why, size_t why_len)
+{
+    if (s->head_dim != 64 && s->head_dim != 128) {
+        snprintf(why, why_len, "head_dim %d is not supported by 05_flash (supported: 64, 128)",
+                 s->head_dim);
+        return 1;
+    }
+    if (prop->major < 8) {
+        snprintf(why, why_len, "05_flash needs compute capability 8.0 or newer (bf16 mma.sync, "
+                 "ldmatrix, cp.async); %s is %d.%d", prop->name, prop->major, prop->minor);
+        return 1;
+    }
+    const size_t smem = smem_for(s->head_dim);
+    if (smem > prop->sharedMemPerBlockOptin) {
+        snprintf(why, why_len, "05_flash at head_dim %d needs %zu bytes of shared memory per "
+                 "block; %s allows %zu", s->head_dim, smem, prop->name, prop->sharedMemPerBlockOptin);
+        return 1;
+    }
+    const int bm = block_m_for(s->head_dim);
+    const long long q_tiles = ((long long)s->seq + bm - 1) / bm;
+    if (q_tiles > prop->maxGridSize[1]) {
+        snprintf(why, why_len, "seq %d is too long for 05_flash (at most %lld: %d query tiles of "
+                 "%d rows)", s->seq, (long long)prop->maxGridSize[1] * bm, prop->maxGridSize[1], bm);
+        return 1;
+    }
+    if ((long long)s->batch * s->heads > prop->maxGridSize[0]) {
+        snprintf(why, why_len, "batch*heads %lld is too large for 05_flash (at most %d)",
+                 (long long)s->batch * s->heads, prop->maxGridSize[0]);
+        return 1;
+    }
+    return 0;
+}
+
+static size_t flash_extra_bytes(const attn_shape *s)
+{
+    (void)s;
+    return 0;                                  /* S and P never leave the chip */
+}
+
+/* Opt the kernel into its dynamic shared memory (96 KiB at head_dim 128 is over the default
+ * 48 KiB) and prefer the largest shared-memory carveout, so blocks per SM are limited by
+ * registers, not by the L1/shared split. No state. */
+static void *flash_setup(attn_problem *p)
+{
+    const void *kernel = p->shape.head_dim == 64 ? (const void *)FLASH_D64_KERNEL
+                                                 : (const void *)FLASH_D128_KERNEL;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem_for(p->shape.head_dim)));
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    cudaSharedmemCarveoutMaxShared));
+    return NULL;
+}
+
+/* One launch: grid (batch*heads, query tiles), 128 threads. */
+static void flash_forward(attn_problem *p)
+{
+    const attn_shape *s = &p->shape;
+    flash_params fp;
+    fp.q = (const __nv_bfloat16 *)p->q;
+    fp.k = (const __nv_bfloat16 *)p->k;
+    fp.v = (const __nv_bfloat16 *)p->v;
+    fp.o = (__nv_bfloat16 *)p->o;
+    fp.seq = s->seq;
+    fp.scale_log2 = p->scale * LOG2E;
+    const int bm = block_m_for(s->head_dim);
+    const dim3 grid((unsigned)(s->batch * s->heads), (unsigned)((s->seq + bm - 1) / bm));
+    const size_t smem = smem_for(s->head_dim);
+
+    prof_range_push("_flash_attention_forward");   /* as ATen names the op that launches FA2 */
+    if (s->head_dim == 64)
+        FLASH_D64_KERNEL<<<grid, FLASH_THREADS, smem, p->stream>>>(fp);
+    else
+        FLASH_D128_KERNEL<<<grid, FLASH_THREADS, smem, p->stream>>>(fp);
+    CUDA_CHECK_LAUNCH();
+    prof_range_pop();
+}
+
+const attn_stage ATTN_STAGE_SYMBOL = {
+    /* name */        "05_flash",
+    /* idea */        "one kernel, one sweep over K and V: the online softmax rescales the output "
+                      "accumulator (FlashAttention-2 work split, mma.sync, cp.async)",
+    /* supports */    flash_supports,
+    /* extra_bytes */ flash_extra_bytes,
+    /* setup */       flash_setup,
+    /* forward */     flash_forward,
+    /* teardown */    NULL,
+    /* parse_flag */  NULL,
+    /* flag_help */   NULL,
+    /* tolerance */   0.0,
+};

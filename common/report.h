@@ -1,0 +1,27 @@
+/* report.h: what the table (table.h) and the trace (trace.h) print besides the profile itself:
+ * the stage, its idea, the shape and the device. Filled by run.c; unset fields may stay 0/NULL.
+ */
+#ifndef ATTN_REPORT_H
+#define ATTN_REPORT_H
+
+#include <cuda_runtime_api.h>
+
+#include "harness.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const char *stage;             /* "05_flash" */
+    const char *idea;              /* the stage's one-line idea */
+    attn_shape shape;              /* batch x heads x seq x head_dim */
+    const struct cudaDeviceProp *prop;    /* the device the stage ran on (NULL: no device lines, no
+                                      occupancy) */
+    int device;                    /* its ordinal (GPU lane pid in the trace) */
+} report_info;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,364 @@
+/* trace.c: the Chrome trace writer (layout in trace.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "occupancy.h"
+#include "trace.h"
+
+void trace_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
+        switch (*c) {
+        case '"':  fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        case '\b': fputs("\\b", f); break;
+        case '\f': fputs("\\f", f); break;
+        default:
+            if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+            else fputc(*c, f);
+        }
+    }
+    fputc('"', f);
+}
+
+int trace_make_parent_dirs(const char *path)
+{
+    char *d = strdup(path);
+    if (!d) return -1;
+    char *slash = strrchr(d, '/');
+    if (!slash || slash == d) { free(d); return 0; }
+    *slash = '\0';
+    for (char *q = d + 1;; q++) {
+        if (*q != '/' && *q != '\0') continue;
+        const char c = *q;
+        *q = '\0';
+        if (mkdir(d, 0777) != 0 && errno != EEXIST) {
+            int e = errno;
+            free(d);
+            errno = e;
+            return -1;
+        }
+        *q = c;
+        if (c == '\0') break;
+    }
+    free(d);
+    return 0;
+}
+
+/* ---- writer state -------------------------------------------------------------------------- */
+
+typedef struct {
+    FILE *f;
+    uint64_t base;             /* baseTimeNanoseconds */
+    int first;                 /* no event written yet */
+    uint32_t pid;
+} writer;
+
+/* µs with 3 decimals, relative to the base time (negatives clamp to 0, as Kineto). */
+static void put_ts(writer *w, uint64_t ns)
+{
+    const uint64_t rel = ns >= w->base ? ns - w->base : 0;
+    fprintf(w->f, "%" PRIu64 ".%03" PRIu64, rel / 1000, rel % 1000);
+}
+
+static void put_dur(writer *w, uint64_t start, uint64_t end)
+{
+    const uint64_t d = end > start ? end - start : 0;
+    fprintf(w->f, "%" PRIu64 ".%03" PRIu64, d / 1000, d % 1000);
+}
+
+static void begin_event(writer *w)
+{
+    fputs(w->first ? "\n  " : ",\n  ", w->f);
+    w->first = 0;
+}
+
+/* {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ..., "dur": ..., "args": {
+ * (the caller writes the args and closes with "}}") */
+static void begin_complete(writer *w, const char *cat, const char *name, uint32_t pid, uint32_t tid,
+                           uint64_t start, uint64_t end)
+{
+    begin_event(w);
+    fprintf(w->f, "{\"ph\": \"X\", \"cat\": \"%s\", \"name\": ", cat);
+    trace_json_string(w->f, name);
+    fprintf(w->f, ", \"pid\": %" PRIu32 ", \"tid\": %" PRIu32 ", \"ts\": ", pid, tid);
+    put_ts(w, start);
+    fputs(", \"dur\": ", w->f);
+    put_dur(w, start, end);
+    fputs(", \"args\": {", w->f);
+}
+
+static void put_meta(writer *w, const char *what, uint32_t pid, uint32_t tid, const char *key,
+                     const char *text, long long number)
+{
+    begin_event(w);
+    fprintf(w->f, "{\"name\": \"%s\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": %" PRIu32
+            ", \"tid\": %" PRIu32 ", \"args\": {\"%s\": ", what, pid, tid, key);
+    if (text) trace_json_string(w->f, text);
+    else fprintf(w->f, "%lld", number);
+    fputs("}}", w->f);
+}
+
+static void put_flow(writer *w, const char *ph, uint32_t id, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+    begin_event(w);
+    fprintf(w->f, "{\"ph\": \"%s\", \"id\": %" PRIu32 ", \"pid\": %" PRIu32 ", \"tid\": %" PRIu32
+            ", \"ts\": ", ph, id, pid, tid);
+    put_ts(w, ts);
+    fprintf(w->f, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"%s}", ph[0] == 'f' ? ", \"bp\": \"e\"" : "");
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) { fprintf(stderr, "trace: out of host memory\n"); exit(1); }
+    return p;
+}
+
+/* ---- sections ------------------------------------------------------------------------------ */
+
+static void put_device_properties(FILE *f, const report_info *info)
+{
+    fputs("  \"deviceProperties\": [", f);
+    const struct cudaDeviceProp *p = info->prop;
+    if (p) {
+        fputs("\n    {\n      \"id\": ", f);
+        fprintf(f, "%d, \"name\": ", info->device);
+        trace_json_string(f, p->name);
+        fprintf(f, ", \"totalGlobalMem\": %zu,\n"
+                "      \"computeMajor\": %d, \"computeMinor\": %d,\n"
+                "      \"maxThreadsPerBlock\": %d, \"maxThreadsPerMultiprocessor\": %d,\n"
+                "      \"regsPerBlock\": %d, \"warpSize\": %d,\n"
+                "      \"sharedMemPerBlock\": %zu, \"numSms\": %d,\n"
+                "      \"regsPerMultiprocessor\": %d, \"sharedMemPerBlockOptin\": %zu, "
+                "\"sharedMemPerMultiprocessor\": %zu\n    }\n  ",
+                p->totalGlobalMem, p->major, p->minor, p->maxThreadsPerBlock,
+                p->maxThreadsPerMultiProcessor, p->regsPerBlock, p->warpSize, p->sharedMemPerBlock,
+                p->multiProcessorCount, p->regsPerMultiprocessor, p->sharedMemPerBlockOptin,
+                p->sharedMemPerMultiprocessor);
+    }
+    fputs("],\n", f);
+}
+
+static void put_metadata_events(writer *w, const profile *p, const char *stage)
+{
+    char label[64];
+    put_meta(w, "process_name", w->pid, 0, "name", stage, 0);
+    put_meta(w, "process_labels", w->pid, 0, "labels", "CPU", 0);
+    put_meta(w, "process_sort_index", w->pid, 0, "sort_index", NULL, w->pid);
+
+    /* CPU threads: the profiled thread and any other thread that made a traced call */
+    uint32_t *tids = xmalloc((p->n_apis + 1) * sizeof *tids);
+    size_t nt = 0;
+    tids[nt++] = p->tid;
+    for (size_t i = 0; i < p->n_apis; i++) {
+        size_t j = 0;
+        while (j < nt && tids[j] != p->apis[i].thread_id) j++;
+        if (j == nt) tids[nt++] = p->apis[i].thread_id;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        snprintf(label, sizeof label, "thread %" PRIu32 " (%s)", tids[i], stage);
+        put_meta(w, "thread_name", w->pid, tids[i], "name", label, 0);
+        put_meta(w, "thread_sort_index", w->pid, tids[i], "sort_index", NULL, tids[i]);
+    }
+    free(tids);
+
+    /* GPU lanes: one process per device, one thread per stream */
+    uint32_t (*lanes)[2] = xmalloc((p->n_acts + 1) * sizeof *lanes);
+    size_t nl = 0;
+    for (size_t i = 0; i < p->n_acts; i++) {
+        const gpu_activity *a = &p->acts[i];
+        size_t j = 0;
+        while (j < nl && !(lanes[j][0] == a->device && lanes[j][1] == a->stream)) j++;
+        if (j < nl) continue;
+        int new_device = 1;
+        for (size_t k = 0; k < nl; k++) if (lanes[k][0] == a->device) new_device = 0;
+        lanes[nl][0] = a->device;
+        lanes[nl][1] = a->stream;
+        nl++;
+        if (new_device) {
+            snprintf(label, sizeof label, "GPU %" PRIu32, a->device);
+            put_meta(w, "process_name", a->device, 0, "name", stage, 0);
+            put_meta(w, "process_labels", a->device, 0, "labels", label, 0);
+            put_meta(w, "process_sort_index", a->device, 0, "sort_index", NULL,
+                     5000000LL + a->device);
+        }
+        snprintf(label, sizeof label, "stream %" PRIu32, a->stream);
+        put_meta(w, "thread_name", a->device, a->stream, "name", label, 0);
+        put_meta(w, "thread_sort_index", a->device, a->stream, "sort_index", NULL, a->stream);
+    }
+    free(lanes);
+}
+
+static void put_kernel_args(writer *w, const gpu_activity *a, const report_info *info)
+{
+    FILE *f = w->f;
+    fprintf(f, "\"queued\": 0, \"device\": %" PRIu32 ", \"context\": %" PRIu32 ", \"stream\": %"
+            PRIu32 ", \"correlation\": %" PRIu32 ", \"registers per thread\": %d, "
+            "\"shared memory\": %d, ", a->device, a->context, a->stream, a->correlation,
+            a->registers, a->static_smem + a->dynamic_smem);
+    occ_result o;
+    const int have = info->prop && occupancy_of_activity(info->prop, a, &o) == 0;
+    if (info->prop && isfinite(o.blocks_per_sm))
+        fprintf(f, "\"blocks per SM\": %f, \"warps per SM\": %f, ", o.blocks_per_sm, o.warps_per_sm);
+    else
+        fputs("\"blocks per SM\": \"inf\", \"warps per SM\": \"inf\", ", f);
+    fprintf(f, "\"grid\": [%d, %d, %d], \"block\": [%d, %d, %d]", a->grid[0], a->grid[1],
+            a->grid[2], a->block[0], a->block[1], a->block[2]);
+    if (have) {
+        fprintf(f, ", \"est. achieved occupancy %%\": %d, \"theoretical occupancy %%\": %.2f, "
+                "\"active blocks per SM\": %d, \"occupancy limiter\": ", o.est_pct,
+                o.occupancy_pct, o.active_blocks);
+        trace_json_string(f, o.limiter);
+        fprintf(f, ", \"shared memory config\": \"%s\", \"kineto est. achieved occupancy %%\": %d",
+                a->smem_optin ? "opt-in" : "default", o.kineto_pct);
+    }
+    fputs(", \"launch api\": ", f);
+    trace_json_string(f, a->launch_api ? a->launch_api : "");
+}
+
+int trace_write_stream(FILE *f, const profile *p, const report_info *info, const char *trace_name)
+{
+    const char *stage = info->stage ? info->stage : "attn";
+    writer w = { f, 0, 1, p->pid };
+
+    uint64_t t0 = UINT64_MAX;
+    for (size_t i = 0; i < p->n_ranges; i++) if (p->ranges[i].start_ns < t0) t0 = p->ranges[i].start_ns;
+    for (size_t i = 0; i < p->n_apis; i++) if (p->apis[i].start_ns < t0) t0 = p->apis[i].start_ns;
+    for (size_t i = 0; i < p->n_acts; i++) if (p->acts[i].start_ns < t0) t0 = p->acts[i].start_ns;
+    w.base = t0 == UINT64_MAX ? 0 : t0 / 1000000000ull * 1000000000ull; /* whole seconds */
+
+    fputs("{\n  \"schemaVersion\": 1,\n", f);
+    put_device_properties(f, info);
+    fprintf(f, "  \"cuda_driver_version\": %d,\n  \"cuda_runtime_version\": %d,\n"
+            "  \"cupti_version\": %d,\n", p->cuda_driver_version, p->cuda_runtime_version,
+            p->cupti_version);
+    fputs("  \"stage\": ", f);
+    trace_json_string(f, stage);
+    fputs(",\n  \"idea\": ", f);
+    trace_json_string(f, info->idea ? info->idea : "");
+    fprintf(f, ",\n  \"shape\": {\"batch\": %d, \"heads\": %d, \"seq\": %d, \"head_dim\": %d},\n",
+            info->shape.batch, info->shape.heads, info->shape.seq, info->shape.head_dim);
+    fprintf(f, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": %" PRIu64 ",\n", w.base);
+    fputs("  \"traceEvents\": [", f);
+
+    put_metadata_events(&w, p, stage);
+
+    /* host ranges */
+    for (size_t i = 0; i < p->n_ranges; i++) {
+        const host_range *r = &p->ranges[i];
+        begin_complete(&w, r->is_step ? "user_annotation" : "cpu_op", r->name, p->pid, p->tid,
+                       r->start_ns, r->end_ns);
+        fprintf(f, "\"step\": %d}}", r->step);
+    }
+
+    /* correlation ids that reached the GPU, for the flow starts */
+    uint32_t *gpu_corr = xmalloc((p->n_acts + 1) * sizeof *gpu_corr);
+    for (size_t i = 0; i < p->n_acts; i++) gpu_corr[i] = p->acts[i].correlation;
+    qsort(gpu_corr, p->n_acts, sizeof *gpu_corr, cmp_u32);
+
+    /* runtime and driver calls, with their flow starts */
+    for (size_t i = 0; i < p->n_apis; i++) {
+        const api_call *a = &p->apis[i];
+        begin_complete(&w, a->is_driver ? "cuda_driver" : "cuda_runtime", a->name, p->pid,
+                       a->thread_id, a->start_ns, a->end_ns);
+        fprintf(f, "\"cbid\": %" PRIu32 ", \"correlation\": %" PRIu32 ", \"step\": %d}}", a->cbid,
+                a->correlation, a->step);
+        if (bsearch(&a->correlation, gpu_corr, p->n_acts, sizeof *gpu_corr, cmp_u32))
+            put_flow(&w, "s", a->correlation, p->pid, a->thread_id, a->start_ns);
+    }
+    free(gpu_corr);
+
+    /* GPU activities, with their flow ends */
+    for (size_t i = 0; i < p->n_acts; i++) {
+        const gpu_activity *a = &p->acts[i];
+        const char *cat = a->kind == ACT_KERNEL ? "kernel" : a->kind == ACT_MEMCPY ? "gpu_memcpy"
+                        : "gpu_memset";
+        begin_complete(&w, cat, a->name, a->device, a->stream, a->start_ns, a->end_ns);
+        if (a->kind == ACT_KERNEL) {
+            put_kernel_args(&w, a, info);
+        } else {
+            const uint64_t d = a->end_ns > a->start_ns ? a->end_ns - a->start_ns : 0;
+            fprintf(f, "\"device\": %" PRIu32 ", \"context\": %" PRIu32 ", \"stream\": %" PRIu32
+                    ", \"correlation\": %" PRIu32 ", \"bytes\": %" PRIu64
+                    ", \"memory bandwidth (GB/s)\": ", a->device, a->context, a->stream,
+                    a->correlation, a->bytes);
+            if (d) fprintf(f, "%.6f", (double)a->bytes / (double)d);
+            else fputs("\"N/A\"", f);
+            fputs(", \"launch api\": ", f);
+            trace_json_string(f, a->launch_api ? a->launch_api : "");
+        }
+        fprintf(f, ", \"step\": %d}}", a->step);
+        if (a->launch_api) put_flow(&w, "f", a->correlation, a->device, a->stream, a->start_ns);
+    }
+
+    /* attn_fwd on the GPU lane: per active step and stream, first start to last end, widened by
+     * 1 ns each side so that it encloses its activities (as Kineto) */
+    for (size_t i = 0; i < p->n_acts; i++) {
+        const gpu_activity *a = &p->acts[i];
+        if (a->step < 1) continue;
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            if (p->acts[j].step == a->step && p->acts[j].device == a->device &&
+                p->acts[j].stream == a->stream) first = 0;
+        if (!first) continue;
+        uint64_t s = a->start_ns, e = a->end_ns;
+        for (size_t j = i; j < p->n_acts; j++) {
+            const gpu_activity *b = &p->acts[j];
+            if (b->step != a->step || b->device != a->device || b->stream != a->stream) continue;
+            if (b->start_ns < s) s = b->start_ns;
+            if (b->end_ns > e) e = b->end_ns;
+        }
+        begin_complete(&w, "gpu_user_annotation", "attn_fwd", a->device, a->stream,
+                       s > 0 ? s - 1 : 0, e + 1);
+        fprintf(f, "\"step\": %d}}", a->step);
+    }
+
+    fputs("\n  ],\n  \"traceName\": ", f);
+    trace_json_string(f, trace_name ? trace_name : "");
+    fputs("\n}\n", f);
+    return ferror(f) ? -1 : 0;
+}
+
+void trace_write(const char *path, const profile *p, const report_info *info)
+{
+    if (trace_make_parent_dirs(path) != 0)
+        die_usage("--trace %s: cannot create its directory: %s", path, strerror(errno));
+    const size_t n = strlen(path) + 32;
+    char *tmp = xmalloc(n);
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        int e = errno;
+        free(tmp);
+        die_usage("--trace %s: cannot write: %s", path, strerror(e));
+    }
+    int rc = trace_write_stream(f, p, info, path);
+    int e = rc ? EIO : 0;
+    if (fclose(f) != 0 && rc == 0) { rc = -1; e = errno; }
+    if (rc == 0 && rename(tmp, path) != 0) { rc = -1; e = errno; }
+    if (rc != 0) {
+        unlink(tmp);
+        free(tmp);
+        die_usage("--trace %s: cannot write: %s", path, strerror(e));
+    }
+    free(tmp);
+}

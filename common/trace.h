@@ -1,0 +1,52 @@
+/* trace.h: the profile as a Chrome trace (JSON), in Kineto's layout (torch.profiler's
+ * export_chrome_trace), so ours and PyTorch's open side by side in ui.perfetto.dev or
+ * chrome://tracing (notes/blog-and-profiler-formats.md §3):
+ *
+ *   {"schemaVersion": 1, "deviceProperties": [{...as Kineto...}], "cuda_driver_version": ...,
+ *    "cuda_runtime_version": ..., "cupti_version": ..., "stage": ..., "idea": ..., "shape": [...],
+ *    "displayTimeUnit": "ms", "baseTimeNanoseconds": N, "traceEvents": [...], "traceName": PATH}
+ *
+ * Events: complete events (ph "X", ts/dur in µs with 3 decimals, ts relative to
+ * baseTimeNanoseconds) in categories user_annotation (attn_fwd), cpu_op (the stage's host ops and
+ * set-up ranges such as cudnn_build_plan), cuda_runtime, cuda_driver (pid = process, tid = thread),
+ * kernel, gpu_memcpy, gpu_memset, gpu_user_annotation (attn_fwd on the GPU lane, the span of its
+ * step's activities on that stream; pid = device, tid = stream); flow events "ac2g" from each
+ * launching call (ph "s") to its GPU activity (ph "f", bp "e"), id = correlation; process and
+ * thread name metadata (ph "M"). Kernel args: Kineto's (queued, device, context, stream,
+ * correlation, registers per thread, shared memory, blocks per SM, warps per SM, grid, block,
+ * est. achieved occupancy % — computed with the kernel's own shared-memory config) plus ours
+ * (theoretical occupancy %, active blocks per SM, occupancy limiter, shared memory config,
+ * kineto est. achieved occupancy %, launch api).
+ * Records of the set-up phase (step 0) are included; inactive steps are not in the profile.
+ */
+#ifndef ATTN_TRACE_H
+#define ATTN_TRACE_H
+
+#include <stdio.h>
+
+#include "profiler.h"
+#include "report.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Writes the trace to path: parent directories are created as needed, the JSON goes to
+ * "<path>.tmp.<pid>" and is renamed to path once complete. On failure the temporary file is
+ * removed and the program exits 2 with one line on stderr (die_usage). */
+void trace_write(const char *path, const profile *p, const report_info *info);
+
+/* The JSON document to f (trace_name: the "traceName" value). Returns 0, or -1 on a write error. */
+int trace_write_stream(FILE *f, const profile *p, const report_info *info, const char *trace_name);
+
+/* s as a JSON string literal with its quotes: ", \ and control characters escaped (\n, \t, ...,
+ * else \u00XX); other bytes (UTF-8) are copied. */
+void trace_json_string(FILE *f, const char *s);
+
+/* mkdir -p of path's parent directory. Returns 0, or -1 with errno set. */
+int trace_make_parent_dirs(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,127 @@
+#!/usr/bin/env bats
+# 01_naive: eager attention as PyTorch runs the blog's naive module: cuBLASLt bf16 GEMM S = Q·Kᵀ,
+# an out-of-place scale, an out-of-place masked_fill (ATen clones S with a device-to-device copy,
+# then fills the copy), a row softmax, a cuBLASLt GEMM O = P·V.
+#
+# Per step on the H200: 2 GEMM kernels + mul + Memcpy DtoD + masked-fill + softmax = 6 GPU
+# activities, one of them the copy. (cuBLAS's cublasGemmStridedBatchedEx adds a 4-byte memset
+# per step on this GPU; the cuBLASLt set-up with its workspace given up front is meant to avoid it,
+# see 01_naive/README.md; if the H200 run shows it anyway the count here becomes 7, naming it.)
+load helpers
+
+# A bf16 tensor-core GEMM: cuBLAS's Hopper "nvjet" kernels, or a named bf16/HMMA kernel.
+TC_GEMM_RE='^nvjet_|bf16.*gemm|gemm.*bf16|s16816|hmma|tensorop'
+GEMM_RE='nvjet|gemm|Gemm'
+
+setup() {
+    require_gpu
+}
+
+# kcount ERE: the number of kernel events of the trace whose name matches ERE.
+kcount() {
+    trace_query "$TRACE" kernels | grep -cE "$1" || true
+}
+
+# The kernels and host ranges of 3 active steps (+ the mask built once at set-up).
+assert_naive_trace() {
+    trace_query "$TRACE" valid
+    trace_query "$TRACE" kernels
+    [ "$(kcount "$GEMM_RE")" -eq 6 ]
+    [ "$(kcount 'mul_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'masked_fill_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'softmax_rows_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'causal_mask_kernel')" -eq 1 ]
+    [ "$(trace_query "$TRACE" count gpu_memcpy)" -eq 3 ]
+    # one launch-to-kernel flow per kernel of the active steps at least
+    [ "$(trace_query "$TRACE" flows)" -ge 15 ]
+    # our own kernels go through the runtime's <<<>>> launch
+    [ "$(trace_query "$TRACE" launch-apis | grep -c '^cudaLaunchKernel$')" -ge 9 ]
+    # the CPU lane: the blog's op names, masked_fill = clone (the copy) + masked_fill_
+    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges matmul)" -eq 6 ]
+    [ "$(trace_query "$TRACE" ranges mul)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges masked_fill)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges clone)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges masked_fill_)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges softmax)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges triu)" -eq 1 ]
+}
+
+# extra_bytes: two bf16 score buffers + the bool mask + the 32 MiB cuBLASLt workspace.
+naive_extra_bytes() {
+    local b=$1 h=$2 s=$3
+    echo $(( 2 * b * h * s * s * 2 + s * s + 33554432 ))
+}
+
+@test "01_naive small shape 1x2x77x64, every row checked: PASS, 6 activities, 1 DtoD copy" {
+    run_stage 01_naive --batch 1 --heads 2 --seq 77 --check-rows all
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    assert_rel_l2_le 1e-2
+    [ "$(field kernels_per_step)" = 6 ]
+    [ "$(field memcpy_per_step)" = 1 ]
+    [ "$(field extra_bytes)" = "$(naive_extra_bytes 1 2 77)" ]
+    assert_naive_trace
+}
+
+@test "01_naive default shape: tensor-core GEMMs, the Memcpy DtoD row, table and trace" {
+    run_stage 01_naive
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    [ "$(field shape)" = 8x16x1024x64 ]
+    assert_rel_l2_le 1e-2
+    [ "$(field kernels_per_step)" = 6 ]
+    [ "$(field memcpy_per_step)" = 1 ]
+    [ "$(field extra_bytes)" = "$(naive_extra_bytes 8 16 1024)" ]
+    assert_naive_trace
+    # both GEMMs on bf16 tensor cores, none on CUDA-core FP32
+    [ "$(kcount "$TC_GEMM_RE")" -eq 6 ]
+    [ "$(kcount 'ffma|sgemm')" -eq 0 ]
+    # the table: header, the copy's own row, both footer lines, one summary line
+    printf '%s\n' "$output" | grep -qE '^ +Name +Self CPU % +Self CPU +CPU total % +CPU total +CPU time avg +Self CUDA +Self CUDA % +CUDA total +CUDA time avg +# of Calls'
+    printf '%s\n' "$output" | grep -qE '^ *Memcpy DtoD \(Device -> Device\) '
+    printf '%s\n' "$output" | grep -qE '^Self CPU time total: [0-9.]+(us|ms|s)$'
+    printf '%s\n' "$output" | grep -qE '^Self CUDA time total: [0-9.]+(us|ms|s)$'
+    [ "$(printf '%s\n' "$output" | grep -c '^result ')" -eq 1 ]
+}
+
+@test "01_naive odd shapes (seq 1, 17 with head_dim 128, 1000): PASS" {
+    for shape in "2 3 1 64" "2 3 17 128" "1 2 1000 64"; do
+        set -- $shape
+        run_stage 01_naive --batch "$1" --heads "$2" --seq "$3" --head-dim "$4" --check-rows all
+        echo "$shape: $output" | tail -n 1
+        [ "$status" -eq 0 ]
+        [ "$(field check)" = PASS ]
+        assert_rel_l2_le 1e-2
+        [ "$(field memcpy_per_step)" = 1 ]
+    done
+}
+
+@test "01_naive --poison-q: the NaN stays in its own output row" {
+    run_stage 01_naive --batch 1 --heads 2 --seq 77 --poison-q 5 --check-rows all
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+}
+
+@test "01_naive ATTN_GEMM_VERBOSE=1 prints the heuristic's candidates and the pick, on stderr" {
+    ATTN_GEMM_VERBOSE=1 run_stage 01_naive --batch 1 --heads 2 --seq 64 --quiet
+    echo "$output"
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | grep -qE '^gemm S = Q\.K\^T: heuristic\[0\] \(picked\) algo_id='
+    printf '%s\n' "$output" | grep -qE '^gemm O = P\.V: heuristic\[0\] \(picked\) algo_id='
+}
+
+@test "01_naive ATTN_GEMM_ALGO out of range or malformed: exit 2, one line" {
+    ATTN_GEMM_ALGO=99 run "$ROOT/01_naive/run" --batch 1 --heads 2 --seq 64 --trace none
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"ATTN_GEMM_ALGO=99"* ]]
+    [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
+    ATTN_GEMM_ALGO=x run "$ROOT/01_naive/run" --batch 1 --heads 2 --seq 64 --trace none
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"ATTN_GEMM_ALGO=x"* ]]
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bats
+# 02_inplace: 01_naive with the mask applied in place (scores.masked_fill_(mask, -inf)): ATen no
+# longer clones the scores, so the Memcpy DtoD is gone. Per step: 2 GEMM kernels + mul +
+# masked-fill + softmax = 5 GPU activities, no copy. Same ops (common/eager_ops.cu) as 01.
+load helpers
+
+TC_GEMM_RE='^nvjet_|bf16.*gemm|gemm.*bf16|s16816|hmma|tensorop'
+GEMM_RE='nvjet|gemm|Gemm'
+
+setup() {
+    require_gpu
+}
+
+kcount() {
+    trace_query "$TRACE" kernels | grep -cE "$1" || true
+}
+
+assert_inplace_trace() {
+    trace_query "$TRACE" valid
+    trace_query "$TRACE" kernels
+    [ "$(kcount "$GEMM_RE")" -eq 6 ]
+    [ "$(kcount 'mul_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'masked_fill_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'softmax_rows_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'causal_mask_kernel')" -eq 1 ]
+    # the lesson: no copy anywhere
+    [ "$(trace_query "$TRACE" count gpu_memcpy)" -eq 0 ]
+    [ "$(trace_query "$TRACE" flows)" -ge 15 ]
+    [ "$(trace_query "$TRACE" launch-apis | grep -c '^cudaLaunchKernel$')" -ge 9 ]
+    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges matmul)" -eq 6 ]
+    [ "$(trace_query "$TRACE" ranges mul)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges masked_fill_)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges masked_fill)" -eq 0 ]
+    [ "$(trace_query "$TRACE" ranges clone)" -eq 0 ]
+    [ "$(trace_query "$TRACE" ranges softmax)" -eq 3 ]
+}
+
+naive_extra_bytes() {
+    local b=$1 h=$2 s=$3
+    echo $(( 2 * b * h * s * s * 2 + s * s + 33554432 ))
+}
+
+@test "02_inplace small shape 1x2x77x64, every row checked: PASS, 5 activities, no copy" {
+    run_stage 02_inplace --batch 1 --heads 2 --seq 77 --check-rows all
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    assert_rel_l2_le 1e-2
+    [ "$(field kernels_per_step)" = 5 ]
+    [ "$(field memcpy_per_step)" = 0 ]
+    [ "$(field extra_bytes)" = "$(naive_extra_bytes 1 2 77)" ]
+    assert_inplace_trace
+}
+
+@test "02_inplace default shape: tensor-core GEMMs, no Memcpy row, table and trace" {
+    run_stage 02_inplace
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    [ "$(field shape)" = 8x16x1024x64 ]
+    assert_rel_l2_le 1e-2
+    [ "$(field kernels_per_step)" = 5 ]
+    [ "$(field memcpy_per_step)" = 0 ]
+    [ "$(field extra_bytes)" = "$(naive_extra_bytes 8 16 1024)" ]
+    assert_inplace_trace
+    [ "$(kcount "$TC_GEMM_RE")" -eq 6 ]
+    [ "$(kcount 'ffma|sgemm')" -eq 0 ]
+    printf '%s\n' "$output" | grep -qE '^ +Name +Self CPU % +Self CPU +CPU total % +CPU total +CPU time avg +Self CUDA +Self CUDA % +CUDA total +CUDA time avg +# of Calls'
+    [ "$(printf '%s\n' "$output" | grep -c 'Memcpy DtoD')" -eq 0 ]
+    printf '%s\n' "$output" | grep -qE '^Self CPU time total: [0-9.]+(us|ms|s)$'
+    printf '%s\n' "$output" | grep -qE '^Self CUDA time total: [0-9.]+(us|ms|s)$'
+    [ "$(printf '%s\n' "$output" | grep -c '^result ')" -eq 1 ]
+}
+
+@test "02_inplace odd shapes (seq 1, 17 with head_dim 128, 1000): PASS" {
+    for shape in "2 3 1 64" "2 3 17 128" "1 2 1000 64"; do
+        set -- $shape
+        run_stage 02_inplace --batch "$1" --heads "$2" --seq "$3" --head-dim "$4" --check-rows all
+        echo "$shape: $output" | tail -n 1
+        [ "$status" -eq 0 ]
+        [ "$(field check)" = PASS ]
+        assert_rel_l2_le 1e-2
+        [ "$(field memcpy_per_step)" = 0 ]
+    done
+}
+
+@test "02_inplace --poison-q: the NaN stays in its own output row" {
+    run_stage 02_inplace --batch 1 --heads 2 --seq 77 --poison-q 76 --check-rows all
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+}
+
+@test "02_inplace computes what 01_naive computes, bit for bit (same ops, one copy fewer)" {
+    run_stage 01_naive --batch 2 --heads 2 --seq 100 --check-rows all --quiet
+    [ "$status" -eq 0 ]
+    local naive_l2 naive_max; naive_l2=$(field rel_l2); naive_max=$(field max_abs)
+    run_stage 02_inplace --batch 2 --heads 2 --seq 100 --check-rows all --quiet
+    [ "$status" -eq 0 ]
+    echo "01: $naive_l2 $naive_max  02: $(field rel_l2) $(field max_abs)"
+    [ "$(field rel_l2)" = "$naive_l2" ]
+    [ "$(field max_abs)" = "$naive_max" ]
+}

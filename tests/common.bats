@@ -1,0 +1,407 @@
+#!/usr/bin/env bats
+# CPU-only unit tests of common/ (no GPU needed): occupancy, the profiler's record join, the table
+# format, the trace. They drive build/common_unit (tests/unit/*.c); expected values are derived in
+# the comments.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+    make -s -C "$BATS_TEST_DIRNAME/.." build/common_unit
+}
+
+setup() {
+    UNIT="$ROOT/build/common_unit"
+}
+
+# ---- occupancy (H200 properties: notes/occupancy-in-c.md) -----------------------------------
+
+@test "occupancy: FlashAttention-2 d=64 (255 regs x 128 threads, 48 KiB) -> 2 blocks/SM, 12.5%, registers" {
+    # 255 regs -> 256 per thread x 32 = 8192 per warp; 65536 / 8192 = 8 warps/SM = 2 blocks of 4.
+    run "$UNIT" occupancy 255 128 0 49152 0 2048
+    [ "$status" -eq 0 ]
+    [ "$output" = "blocks_per_sm=2 warps_per_sm=8 occupancy=12.50 limiter=registers optin=0 est_pct=13 kineto_blocks=2 kineto_pct=13" ]
+}
+
+@test "occupancy: the zeroed cudaOccDeviceState pitfall gives 1 block; we give 2" {
+    run "$UNIT" occupancy-zeroed 255 128 0 49152 0
+    [ "$status" -eq 0 ]
+    [ "$output" = "blocks_per_sm=1" ]
+    run "$UNIT" occupancy 255 128 0 49152 0 2048
+    [[ "$output" == "blocks_per_sm=2 "* ]]
+}
+
+@test "occupancy: cuDNN SDPA (168 regs x 384 threads, 134144 B opt-in) -> 1 block, 18.75%; Kineto 0%" {
+    run "$UNIT" occupancy 168 384 0 134144 1 132
+    [ "$status" -eq 0 ]
+    [ "$output" = "blocks_per_sm=1 warps_per_sm=12 occupancy=18.75 limiter=registers + shared memory optin=1 est_pct=19 kineto_blocks=0 kineto_pct=0" ]
+}
+
+@test "occupancy: more than 48 KiB per block counts as opt-in even if the record says default" {
+    run "$UNIT" occupancy 168 384 0 134144 0 132
+    [ "$status" -eq 0 ]
+    [[ "$output" == "blocks_per_sm=1 warps_per_sm=12 occupancy=18.75 "*"optin=1 "*"kineto_pct=0" ]]
+}
+
+@test "occupancy: FlashAttention-2 d=128 (64 KiB opt-in) -> 2 blocks, registers; Kineto 0%" {
+    # shared memory alone would allow 233472 / (65536 + 1024) = 3 blocks; registers allow 2.
+    run "$UNIT" occupancy 255 128 0 65536 1 1024
+    [ "$output" = "blocks_per_sm=2 warps_per_sm=8 occupancy=12.50 limiter=registers optin=1 est_pct=13 kineto_blocks=0 kineto_pct=0" ]
+}
+
+@test "occupancy: bad arguments exit 2" {
+    run "$UNIT" occupancy 255 128
+    [ "$status" -eq 2 ]
+    run "$UNIT" no-such-subcommand
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unknown subcommand no-such-subcommand"* ]]
+}
+
+# ---- table formatting (torch/autograd/profiler_util.py) -------------------------------------
+
+@test "table: times formatted as torch's _format_time" {
+    run "$UNIT" format-time 0.875 1073 3600 1500000 999.9996 0 1234567.8
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "0.875us" ]
+    [ "${lines[1]}" = "1.073ms" ]
+    [ "${lines[2]}" = "3.600ms" ]
+    [ "${lines[3]}" = "1.500s" ]
+    [ "${lines[4]}" = "1000.000us" ]   # torch picks the unit before rounding
+    [ "${lines[5]}" = "0.000us" ]
+    [ "${lines[6]}" = "1.235s" ]
+}
+
+@test "table: percentages as torch's _format_time_share, NaN for a zero total" {
+    run "$UNIT" format-share 150 272.625
+    [ "$output" = "55.02%" ]
+    run "$UNIT" format-share 302.625 272.625
+    [ "$output" = "111.00%" ]
+    run "$UNIT" format-share 0 0
+    [ "$output" = "NaN" ]
+}
+
+@test "table: names of 52 characters or more are cut to 52 + ..." {
+    n51=$(printf 'a%.0s' $(seq 51))
+    n52=$(printf 'b%.0s' $(seq 52))
+    run "$UNIT" truncate "$n51"
+    [ "$output" = "$n51" ]
+    run "$UNIT" truncate "$n52"
+    [ "$output" = "${n52}..." ]
+    run "$UNIT" truncate "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_kernel0_0"
+    [ "$output" = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wg..." ]
+}
+
+# ---- the profiler's join (prof_finish on synthetic CUPTI records) ---------------------------
+
+@test "join: steps, host ranges and launch APIs come from external correlation" {
+    run --separate-stderr "$UNIT" join
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "active_steps=1 acts=3 apis=3 ranges=3" ]
+    # mangled kernel names are demangled (CUPTI gives _Z4gemmPfi)
+    [ "${lines[1]}" = "act kind=0 step=1 range=1 corr=11 launch=cudaLaunchKernel name=gemm(float*, int)" ]
+    # cudart's own cuMemcpyDtoDAsync (corr 13, inside cudaMemcpyAsync) folds into the runtime call
+    [ "${lines[2]}" = "act kind=1 step=1 range=1 corr=12 launch=cudaMemcpyAsync name=Memcpy DtoD (Device -> Device)" ]
+    [ "${lines[3]}" = "act kind=0 step=1 range=2 corr=14 launch=cuLaunchKernelEx name=softmax_kernel" ]
+    [ "${lines[4]}" = "api cudaLaunchKernel driver=0 step=1 range=1 corr=11 tid=4242" ]
+    [ "${lines[5]}" = "api cudaMemcpyAsync driver=0 step=1 range=1 corr=12 tid=4242" ]
+    [ "${lines[6]}" = "api cuLaunchKernelEx driver=1 step=1 range=2 corr=14 tid=4242" ]
+    [ "${lines[7]}" = "range attn_fwd step=1 depth=0 parent=-1 dur_ns=100000" ]
+    [ "${lines[8]}" = "range matmul step=1 depth=1 parent=0 dur_ns=19000" ]
+    # a range left open is closed at prof_finish's time
+    [ "${lines[9]}" = "range softmax step=1 depth=1 parent=0 dur_ns=90000" ]
+    [ "${lines[10]}" = "count step=1 kernels=2 memcpys=1 memsets=0" ]
+    # the inactive step's kernel is dropped silently; the untraced launch is reported
+    [ "$stderr" = "profiler: warning: 1 GPU activities were launched by API calls the profiler does not trace; they are left out of the table and trace" ]
+}
+
+# ---- the table of a synthetic profile (tests/unit/profiler_tests.c: synthetic_profile) ------
+
+@test "table: header line over the table" {
+    run "$UNIT" table
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "stage 01_naive: cuBLAS GEMMs with the scores S in memory" ]
+    [ "${lines[1]}" = "device NVIDIA H200 (132 SMs, sm_90) | shape 8x16x1024x64 (batch x heads x seq x head_dim), bf16, causal | 3 profiled steps, times summed over them" ]
+}
+
+@test "table: torch's layout, rows, # of Calls and totals of a 3-step profile" {
+    "$UNIT" table > "$BATS_TEST_TMPDIR/table.txt"
+    # Per step: attn_fwd 400 us with matmul, masked_fill, softmax 20 us each; their launch calls
+    # 5, 4, 8 + 2 us; GPU: gemm 50 us, memcpy 10 us, softmax 30 us, memset 0.875 us, spanning
+    # 100.875 us. Self CPU total = 3 x 400 us; Self CUDA total = 3 x 90.875 us.
+    python3 - "$BATS_TEST_TMPDIR/table.txt" <<'EOF'
+import sys
+text = open(sys.argv[1]).read().split("\n")
+W = 55
+fmt = "{: >%d}  " % W + "{: >12}  " * 10
+sep = "-" * W + "  " + ("-" * 12 + "  ") * 10
+head = fmt.format("Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
+                  "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg", "# of Calls")
+rows = [
+ ("attn_fwd", "0.00%", "0.000us", "0.00%", "0.000us", "0.000us", "302.625us", "111.00%", "302.625us", "100.875us", 3),
+ ("attn_fwd", "85.00%", "1.020ms", "100.00%", "1.200ms", "400.000us", "0.000us", "0.00%", "272.625us", "90.875us", 3),
+ ("matmul", "3.75%", "45.000us", "5.00%", "60.000us", "20.000us", "150.000us", "55.02%", "150.000us", "50.000us", 3),
+ ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT", "0.00%", "0.000us", "0.00%", "0.000us", "0.000us", "150.000us", "55.02%", "150.000us", "50.000us", 3),
+ ("softmax", "2.50%", "30.000us", "5.00%", "60.000us", "20.000us", "92.625us", "33.98%", "92.625us", "30.875us", 3),
+ ("void (anonymous namespace)::softmax_warp_forward<flo...", "0.00%", "0.000us", "0.00%", "0.000us", "0.000us", "90.000us", "33.01%", "90.000us", "30.000us", 3),
+ ("masked_fill", "4.00%", "48.000us", "5.00%", "60.000us", "20.000us", "30.000us", "11.00%", "30.000us", "10.000us", 3),
+ ("Memcpy DtoD (Device -> Device)", "0.00%", "0.000us", "0.00%", "0.000us", "0.000us", "30.000us", "11.00%", "30.000us", "10.000us", 3),
+ ("Memset (Device)", "0.00%", "0.000us", "0.00%", "0.000us", "0.000us", "2.625us", "0.96%", "2.625us", "0.875us", 3),
+ ("cudaLaunchKernel", "1.25%", "15.000us", "1.25%", "15.000us", "5.000us", "0.000us", "0.00%", "0.000us", "0.000us", 3),
+ ("cudaMemcpyAsync", "1.00%", "12.000us", "1.00%", "12.000us", "4.000us", "0.000us", "0.00%", "0.000us", "0.000us", 3),
+ ("cuLaunchKernelEx", "2.00%", "24.000us", "2.00%", "24.000us", "8.000us", "0.000us", "0.00%", "0.000us", "0.000us", 3),
+ ("cudaMemsetAsync", "0.50%", "6.000us", "0.50%", "6.000us", "2.000us", "0.000us", "0.00%", "0.000us", "0.000us", 3),
+]
+want = [sep, head, sep] + [fmt.format(*r) for r in rows] + [sep,
+        "Self CPU time total: 1.200ms", "Self CUDA time total: 272.625us"]
+start = text.index(sep)
+got = text[start:start + len(want)]
+for i, (g, w) in enumerate(zip(got, want)):
+    if g != w:
+        sys.exit("line %d differs:\n got: %r\nwant: %r" % (i, g, w))
+if len(got) != len(want):
+    sys.exit("table has %d lines, want %d" % (len(got), len(want)))
+EOF
+}
+
+@test "table: kernel details name grid, block, registers, shared memory, occupancy, limiter, launch API" {
+    run "$UNIT" table
+    [[ "$output" == *"Kernel details"* ]]
+    [[ "$output" == *"  nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT: grid [128, 16, 1], block [128, 1, 1], 255 registers/thread, shared memory 0 + 49152 B, 2 blocks/SM (8 warps), occupancy 12.50%, limited by registers, launch cudaLaunchKernel"* ]]
+    [[ "$output" == *"  void (anonymous namespace)::softmax_warp_forward<flo...: grid [132, 1, 1], block [384, 1, 1], 168 registers/thread, shared memory 0 + 134144 B (opt-in), 1 block/SM (12 warps), occupancy 18.75%, limited by registers + shared memory, Kineto: 0%, launch cuLaunchKernelEx"* ]]
+    # the set-up step's kernel is in the trace only
+    [[ "$output" != *"void f<"* ]]
+}
+
+# ---- the trace of the same profile ----------------------------------------------------------
+
+@test "trace: valid JSON in Kineto's layout, parent directories created, no temporary file left" {
+    path="$BATS_TEST_TMPDIR/traces/01_naive/8_16_1024_64.json"
+    run "$UNIT" trace "$path"
+    [ "$status" -eq 0 ]
+    python3 -m json.tool "$path" > /dev/null
+    trace_query "$path" valid
+    [ -z "$(ls "$BATS_TEST_TMPDIR/traces/01_naive" | grep -v '^8_16_1024_64.json$')" ]
+    python3 - "$path" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schemaVersion"] == 1 and d["displayTimeUnit"] == "ms", d.keys()
+assert d["baseTimeNanoseconds"] == 1700000000000000000
+p = d["deviceProperties"][0]
+assert (p["name"], p["numSms"], p["sharedMemPerBlockOptin"]) == ("NVIDIA H200", 132, 232448)
+ev = d["traceEvents"]
+names = {(e["name"], e["args"].get("name", e["args"].get("labels"))) for e in ev if e["ph"] == "M"}
+assert ("process_labels", "GPU 0") in names and ("thread_name", "stream 7") in names, names
+# ts in us with 3 decimals relative to the base: the set-up range starts at T0 = ...123456789 ns
+r = [e for e in ev if e["ph"] == "X" and e["cat"] == "cpu_op"][0]
+assert r["ts"] == 123456.789 and r["dur"] == 200.0, r
+# attn_fwd on the GPU lane spans its step's activities (100.875 us), widened 1 ns each side
+g = [e for e in ev if e.get("cat") == "gpu_user_annotation"]
+assert [e["dur"] for e in g] == [100.877] * 3, g
+EOF
+}
+
+@test "trace: kernels, flows and counts by category" {
+    path="$BATS_TEST_TMPDIR/t.json"
+    "$UNIT" trace "$path"
+    [ "$(trace_query "$path" count kernel)" = 7 ]          # 1 set-up + 2 per step
+    [ "$(trace_query "$path" count gpu_memcpy)" = 3 ]
+    [ "$(trace_query "$path" count gpu_memset)" = 3 ]
+    [ "$(trace_query "$path" count gpu_user_annotation)" = 3 ]
+    [ "$(trace_query "$path" count user_annotation)" = 3 ]
+    [ "$(trace_query "$path" count cpu_op)" = 10 ]         # set-up range + 3 ops x 3 steps
+    [ "$(trace_query "$path" count cuda_runtime)" = 10 ]
+    [ "$(trace_query "$path" count cuda_driver)" = 3 ]
+    [ "$(trace_query "$path" flows)" = 13 ]                # one per call that reached the GPU
+    [ "$(trace_query "$path" ranges attn_fwd)" = 3 ]
+    run trace_query "$path" kernels
+    [ "${lines[1]}" = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT" ]
+    [ "${lines[2]}" = "void (anonymous namespace)::softmax_warp_forward<float>(float*, float const*, int)" ]
+    [ "$(trace_query "$path" launch-apis | grep -cx cudaLaunchKernel)" = 4 ]
+    [ "$(trace_query "$path" launch-apis | grep -cx cuLaunchKernelEx)" = 3 ]
+    # est. achieved occupancy % with the kernels' own shared-memory config: set-up kernel 25,
+    # gemm 13, softmax (opt-in) 19 where Kineto prints 0
+    run trace_query "$path" occupancy
+    [ "$(echo ${lines[@]})" = "25 13 19 13 19 13 19" ]
+    python3 - "$path" <<'EOF'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+s = {e["id"] for e in ev if e["ph"] == "s"}
+f = [e for e in ev if e["ph"] == "f"]
+assert len(f) == 13 and {e["id"] for e in f} == s and all(e["bp"] == "e" for e in f), f
+k = [e for e in ev if e.get("cat") == "kernel" and e["name"].startswith("void (anonymous")][0]["args"]
+assert (k["grid"], k["block"], k["registers per thread"], k["shared memory"]) == ([132, 1, 1], [384, 1, 1], 168, 134144)
+assert (k["blocks per SM"], k["warps per SM"], k["est. achieved occupancy %"]) == (1.0, 12.0, 19)
+assert (k["occupancy limiter"], k["launch api"], k["kineto est. achieved occupancy %"]) == ("registers + shared memory", "cuLaunchKernelEx", 0)
+m = [e for e in ev if e.get("cat") == "gpu_memcpy"][0]["args"]
+assert m["bytes"] == 268435456 and abs(m["memory bandwidth (GB/s)"] - 26843.5456) < 1e-3, m
+EOF
+}
+
+@test "trace: names with quotes, backslashes and control characters round-trip through json.load" {
+    path="$BATS_TEST_TMPDIR/names.json"
+    "$UNIT" trace "$path"
+    python3 - "$path" <<'EOF'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+kernels = [e["name"] for e in ev if e.get("cat") == "kernel"]
+want = 'void f<(anon)::T, 3>(char const*, "q\\"x")\\path'
+assert kernels[0] == want, (kernels[0], want)
+ranges = [e["name"] for e in ev if e.get("cat") == "cpu_op"]
+assert ranges[0] == "build_plan\t(set-up)\x01", repr(ranges[0])
+EOF
+}
+
+@test "trace: an unwritable path exits 2 with one line and leaves no file" {
+    touch "$BATS_TEST_TMPDIR/plainfile"
+    run "$UNIT" trace "$BATS_TEST_TMPDIR/plainfile/t.json"
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" == "--trace $BATS_TEST_TMPDIR/plainfile/t.json: cannot "* ]]
+    mkdir "$BATS_TEST_TMPDIR/ro" && chmod 555 "$BATS_TEST_TMPDIR/ro"
+    if [ "$(id -u)" != 0 ]; then   # root writes anywhere
+        run "$UNIT" trace "$BATS_TEST_TMPDIR/ro/t.json"
+        [ "$status" -eq 2 ]
+        [ -z "$(ls "$BATS_TEST_TMPDIR/ro")" ]
+    fi
+}
+
+# ---- CLI errors (CPU only: flags are checked before any CUDA call) -------------------------
+# Any built stage works; 01_naive is always there.
+cli() { run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
+
+@test "cli: --batch 0 exits 2 and names the flag and the range" {
+    cli --batch 0
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--batch: 0 is out of range (expected 1 to 65535)"* ]]
+}
+
+@test "cli: a negative --seq exits 2" {
+    cli --seq -5
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--seq: -5 is out of range"* ]]
+}
+
+@test "cli: a non-numeric --head-dim exits 2" {
+    cli --head-dim sixty-four
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--head-dim: 'sixty-four' is not an integer"* ]]
+}
+
+@test "cli: trailing garbage in a number exits 2" {
+    cli --heads 16x
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--heads: '16x' is not an integer"* ]]
+}
+
+@test "cli: a flag without its value exits 2" {
+    cli --steps
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--steps needs a value"* ]]
+}
+
+@test "cli: an unknown flag exits 2 and names it" {
+    cli --sequence 12
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unknown flag '--sequence'"* ]]
+}
+
+@test "cli: --check-rows accepts all, refuses 0" {
+    cli --check-rows 0
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--check-rows: 0 is out of range"* ]]
+}
+
+@test "cli: --poison-q past the last row exits 2" {
+    cli --seq 17 --poison-q 17
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--poison-q: row 17 is out of range (expected 0 to 16, seq - 1)"* ]]
+}
+
+@test "cli: every error is one line on stderr" {
+    run bash -c "'$ROOT/01_naive/run' --batch 0 2>&1 >/dev/null | wc -l"
+    [ "$output" -eq 1 ]
+}
+
+@test "cli: --help prints the flags and exits 0" {
+    cli --help
+    [ "$status" -eq 0 ]
+    for f in --batch --heads --seq --head-dim --warmup --steps --seed --check-rows --trace --quiet; do
+        [[ "$output" == *"$f"* ]]
+    done
+}
+
+@test "cli: without a GPU, a valid run exits 2 with 'no CUDA device' and writes no trace" {
+    if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then skip "a GPU is present"; fi
+    cli --seq 17
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"no CUDA device"* ]]
+    [ ! -e "$BATS_TEST_TMPDIR/cli/t.json" ]
+}
+
+@test "cli: on a GPU, a shape too large for device memory exits 2 and writes no trace" {
+    require_gpu
+    cli --batch 65535 --heads 65535 --seq 1024 --quiet
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bytes of device memory"* ]]
+    [ ! -e "$BATS_TEST_TMPDIR/cli/t.json" ]
+}
+
+# ---- reference attention and the generator (CPU only) ---------------------------------------
+@test "reference: equal scores (Q = 0) give the running mean of V" {
+    run "$ROOT/build/common_unit" ref-equal-scores
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"max_err=0"* ]] || [[ "$output" =~ max_err=[0-9.e-]+ ]]
+    err=$(sed -n 's/.*max_err=\([^ ]*\).*/\1/p' <<<"$output")
+    python3 -c "import sys; sys.exit(0 if float('$err') < 1e-12 else 1)"
+}
+
+@test "reference: row 0 of a causal head equals V[0]" {
+    run "$ROOT/build/common_unit" ref-row0
+    [ "$status" -eq 0 ]
+    err=$(sed -n 's/.*max_err=\([^ ]*\).*/\1/p' <<<"$output")
+    python3 -c "import sys; sys.exit(0 if float('$err') == 0.0 else 1)"
+}
+
+@test "reference: two keys with a known score gap give softmax weights 1/(1+e^-d)" {
+    run "$ROOT/build/common_unit" ref-two-keys
+    [ "$status" -eq 0 ]
+    err=$(sed -n 's/.*max_err=\([^ ]*\).*/\1/p' <<<"$output")
+    python3 -c "import sys; sys.exit(0 if float('$err') < 1e-12 else 1)"
+}
+
+@test "reference: the safe softmax turns a fully masked row into zeros, not NaN" {
+    run "$ROOT/build/common_unit" softmax-masked-row
+    [ "$status" -eq 0 ]
+    [ "$output" = "p=0 0 0 0" ]
+}
+
+@test "reference: the check catches one unwritten (NaN) element and a wrong one" {
+    run "$ROOT/build/common_unit" ref-check-poison
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"clean nonfinite=0 rel_l2=0"* ]]
+    [[ "$output" == *"poisoned nonfinite=1"* ]]
+    [[ "$output" == *"perturbed nonfinite=0"* ]]
+}
+
+@test "reference: sampled rows include rows 0 and seq-1 of the first, a middle and the last head" {
+    run "$ROOT/build/common_unit" pick-rows 2 3 10 8
+    [ "$status" -eq 0 ]
+    # heads = 6: fixed heads 0, 3, 5 -> rows 0 9 30 39 50 59
+    for r in 0 9 30 39 50 59; do [[ " $output " == *" $r "* ]]; done
+}
+
+@test "generator: the same seed gives the same bits, a different seed differs, bf16 rounds to nearest even" {
+    run "$ROOT/build/common_unit" generator
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"same=1 different=1"* ]]
+    [[ "$output" == *"rne=ok"* ]]
+    # Mean ~0 and variance ~1 over 1e5 draws.
+    mean=$(sed -n 's/.*mean=\([^ ]*\).*/\1/p' <<<"$output"); var=$(sed -n 's/.*var=\([^ ]*\).*/\1/p' <<<"$output")
+    python3 -c "import sys; sys.exit(0 if abs($mean) < 0.02 and abs($var - 1) < 0.03 else 1)"
+}
+
+@test "generator: the first values of seed 0 are pinned (same bits on any machine)" {
+    run "$ROOT/build/common_unit" generator-first 0
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(cat "$ROOT/tests/data/generator_seed0.txt")" ]
+}

@@ -1,0 +1,41 @@
+/* unit.h: the CPU-only unit-test binary build/common_unit (tests/common.bats drives it).
+ *
+ *     build/common_unit SUBCOMMAND [args...]
+ *
+ * Each subcommand is one function `int unit_<name>(int argc, char **argv)` (argv[0] is the
+ * subcommand, argv[1..] its arguments) that prints facts on stdout for Bats to assert and returns
+ * the exit status (2 for bad arguments). To add one: write the function in a .c file under tests/unit
+ * and add one X(...) line to UNIT_COMMANDS below; main.c declares nothing else.
+ */
+#ifndef ATTN_UNIT_H
+#define ATTN_UNIT_H
+
+#include <cuda_runtime_api.h>
+
+/* X(function suffix, command name, one-line usage) */
+#define UNIT_COMMANDS(X) \
+    X(format_time,      "format-time",      "US...: torch's time format of each value (us)") \
+    X(format_share,     "format-share",     "PART TOTAL: torch's percentage format") \
+    X(truncate,         "truncate",         "NAME: the table's name cut (52 characters + ...)") \
+    X(occupancy,        "occupancy",        "REGS THREADS STATIC_SMEM DYNAMIC_SMEM OPTIN GRID_BLOCKS: H200 occupancy") \
+    X(occupancy_zeroed, "occupancy-zeroed", "REGS THREADS STATIC_SMEM DYNAMIC_SMEM OPTIN: blocks/SM with a zeroed device state") \
+    X(join,             "join",             ": prof_finish's record join on synthetic CUPTI records") \
+    X(table,            "table",            ": the table of a synthetic 3-step profile") \
+    X(trace,            "trace",            "PATH: the trace of a synthetic profile") \
+    X(ref_equal_scores, "ref-equal-scores", ": Q = 0 gives the running mean of V") \
+    X(ref_row0,         "ref-row0",         ": row 0 of a causal head equals V[0]") \
+    X(ref_two_keys,     "ref-two-keys",     ": two keys with a known score gap") \
+    X(softmax_masked_row, "softmax-masked-row", ": the NaN-safe softmax of a fully masked row") \
+    X(ref_check_poison, "ref-check-poison", ": ref_check on exact, NaN-planted and perturbed O") \
+    X(pick_rows,        "pick-rows",        "BATCH HEADS SEQ N: the sampled query rows") \
+    X(generator,        "generator",        ": determinism, moments, bf16 rounding") \
+    X(generator_first,  "generator-first",  "SEED: the first 16 bf16 values of Q's stream")
+
+#define UNIT_DECLARE(fn, name, usage) int unit_##fn(int argc, char **argv);
+UNIT_COMMANDS(UNIT_DECLARE)
+#undef UNIT_DECLARE
+
+/* The H200's properties as cudaGetDeviceProperties reports them (notes/occupancy-in-c.md). */
+void unit_h200_props(struct cudaDeviceProp *p);
+
+#endif
