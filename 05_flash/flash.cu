@@ -59,7 +59,7 @@
 #define FLASH_D64_Q_IN_REGS 1
 #endif
 #ifndef FLASH_D64_MIN_BLOCKS
-#define FLASH_D64_MIN_BLOCKS 3
+#define FLASH_D64_MIN_BLOCKS 2
 #endif
 #ifndef FLASH_D128_BLOCK_M
 #define FLASH_D128_BLOCK_M 128
@@ -120,26 +120,166 @@ static __device__ __forceinline__ void load_tile_async(uint32_t s_tile, const __
     }
 }
 
-/* One block = one query tile of BLOCK_M rows of one (batch, head); see the file comment.
- * Grid: x = batch*heads, y = query tiles, heaviest (last) tile first. Block: 128 threads.
- * Dynamic shared memory: FLASH_SMEM_BYTES(D, BM, BN).
+/* Tile sizes of one kernel instance, derived from head_dim D, BLOCK_M = BM and BLOCK_N = BN. */
+#define FLASH_TILE_CONSTANTS(D, BM, BN)                                                           \
+    constexpr int R  = (BM) / FLASH_WARPS;  /* query rows per warp */                             \
+    constexpr int MT = R / 16;              /* m16 tiles per warp */                              \
+    constexpr int NT = (BN) / 8;            /* n8 tiles of S per m16 tile */                      \
+    constexpr int KD = (D) / 16;            /* k16 steps of Q.K^T */                              \
+    constexpr int DT = (D) / 8;             /* n8 tiles of O */                                   \
+    constexpr int KS = (BN) / 16;           /* k16 steps of P.V */                                \
+    constexpr int ROW_BYTES = (D) * 2;      /* one row of a shared tile */                        \
+    (void)R; (void)MT; (void)NT; (void)KD; (void)DT; (void)KS; (void)ROW_BYTES
+
+/* Top of key-tile iteration n, for all 128 threads of the block: tile n has landed (it is the
+ * only copy group in flight) and every warp is done with tile n-1, whose buffers the copies of
+ * tile n+1 (if any) now overwrite. Exactly one __syncthreads and one commit per call, so every
+ * warp, whichever of the loops below it is in, makes the same sequence of barriers. */
+template <int D, int BN>
+static __device__ __forceinline__ void key_tile_arrive(int n, int n_end, uint32_t sK, uint32_t sV,
+                                                       const __nv_bfloat16 *k,
+                                                       const __nv_bfloat16 *v, int seq)
+{
+    cp_async_wait<0>();
+    __syncthreads();
+    if (n + 1 < n_end) {
+        const uint32_t next = (uint32_t)(((n + 1) & 1) * BN * D * 2);
+        load_tile_async<D, BN>(sK + next, k, (n + 1) * BN, seq);
+        load_tile_async<D, BN>(sV + next, v, (n + 1) * BN, seq);
+    }
+    cp_async_commit();                       /* possibly empty: keeps the group count simple */
+}
+
+/* One key tile for one warp: S = Q.K^T, the mask (MASK: the tile crosses this warp's diagonal
+ * or the end of the sequence), the online-softmax update of m_run, l_run and o, and O += P.V.
  *
- * Fragment bookkeeping, lane = 4g + t (g = lane/4, t = lane%4), warp w owns tile rows
- * w*R .. w*R+R-1, R = BM/4, as MT = R/16 m16 tiles:
- *   s[mt][nt][i]  S/P element (row 16mt + g + 8(i/2), key 8nt + 2t + i%2) of this key tile
- *   o[mt][dt][i]  O element   (row 16mt + g + 8(i/2), col 8dt + 2t + i%2)
- *   m_run[mt][h], l_run[mt][h]  running max (raw Q.K units) and this lane's part of the row sum
- *                 of row 16mt + g + 8h; the max is quad-uniform, the sum is reduced at the end. */
+ * Fragment bookkeeping, lane = 4g + t (g = lane/4, t = lane%4); the warp owns R rows as MT m16
+ * tiles; "row" below is relative to the warp's first row:
+ *   s[mt][nt][i]  S element (row 16mt + g + 8(i/2), key 8nt + 2t + i%2) of this key tile
+ *   pk[mt][nt][h] P of (row 16mt + g + 8h, keys 8nt + 2t and 8nt + 2t + 1) as a bf16 pair
+ *   o[mt][dt][i]  O element (row 16mt + g + 8(i/2), column 8dt + 2t + i%2)
+ *   m_run[mt][h]  running max of row 16mt + g + 8h in raw Q.K units (the same in the 4 lanes
+ *                 of the quad); l_run[mt][h] this lane's part of the row sum (reduced at the end)
+ * q_lane, k_lane, v_lane are this lane's ldmatrix addresses (k_lane, v_lane in this tile's
+ * buffer); row_g = the global row of (mt 0, h 0) = warp's first row + g; key0 = first key. */
+template <int D, int BM, int BN, bool Q_IN_REGS, bool MASK>
+static __device__ __forceinline__ void flash_key_tile(
+    float (&o)[BM / FLASH_WARPS / 16][D / 8][4], float (&m_run)[BM / FLASH_WARPS / 16][2],
+    float (&l_run)[BM / FLASH_WARPS / 16][2],
+    const uint32_t (&qf)[Q_IN_REGS ? BM / FLASH_WARPS / 16 : 1][Q_IN_REGS ? D / 16 : 1][4],
+    uint32_t q_lane, uint32_t k_lane, uint32_t v_lane, int row_g, int key0, int seq, int t, float c)
+{
+    FLASH_TILE_CONSTANTS(D, BM, BN);
+
+    /* S = Q.K^T: each K fragment (two n8 tiles of keys) feeds all MT m16 tiles of the warp. */
+    float s[MT][NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) s[mt][nt][i] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < KD; ++kk) {
+        uint32_t qa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            if constexpr (Q_IN_REGS) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) qa[mt][i] = qf[mt][kk][i];
+            } else {
+                ldmatrix_x4(qa[mt], (q_lane ^ (32u * kk)) + mt * 16 * ROW_BYTES);
+            }
+        }
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+            uint32_t kb[4];
+            ldmatrix_x4(kb, (k_lane ^ (32u * kk)) + np * 16 * ROW_BYTES);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma_bf16_16816(s[mt][2 * np], qa[mt], kb[0], kb[1]);
+                mma_bf16_16816(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+            }
+        }
+    }
+
+    /* Mask by assignment (-inf): key col is visible to row iff col <= row and col < seq,
+     * i.e. iff col - key0 - 2t < min(row + 1, seq) - key0 - 2t =: limit. */
+    if constexpr (MASK) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int limit = min(row_g + mt * 16 + 8 * h + 1, seq) - key0 - 2 * t;
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (nt * 8 + e >= limit) s[mt][nt][2 * h + e] = -INFINITY;
+            }
+    }
+
+    /* Online softmax, one row (mt, h) at a time; the quad (4 lanes) holds the row. P goes
+     * straight to bf16 pairs, so S's floats are dead before P.V starts. */
+    uint32_t pk[MT][NT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float m_new = m_run[mt][h];
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+                m_new = fmaxf(m_new, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+            m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));
+            m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));
+            /* A row that has seen only masked keys keeps m = -inf; use 0 so that -inf - -inf
+             * never happens (alpha and P are then exactly 0). */
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;
+            const float alpha = exp2_approx((m_run[mt][h] - m_use) * c);
+            const float m_c   = m_use * c;
+            m_run[mt][h] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+                const float p0 = exp2_approx(fmaf(s[mt][nt][2 * h], c, -m_c));
+                const float p1 = exp2_approx(fmaf(s[mt][nt][2 * h + 1], c, -m_c));
+                sum += p0 + p1;
+                pk[mt][nt][h] = pack_bf16x2(p0, p1);
+            }
+            l_run[mt][h] = fmaf(l_run[mt][h], alpha, sum);
+#pragma unroll
+            for (int dt = 0; dt < DT; ++dt) {
+                o[mt][dt][2 * h]     *= alpha;
+                o[mt][dt][2 * h + 1] *= alpha;
+            }
+        }
+
+    /* O += P.V. The A fragment of keys 16kk..16kk+15 is S/P tiles 2kk and 2kk+1: a0 = (row g,
+     * keys 2t, 2t+1), a1 = (row g+8, same keys), a2, a3 = the same 8 keys further on. */
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+#pragma unroll
+        for (int dp = 0; dp < DT / 2; ++dp) {
+            uint32_t vb[4];
+            ldmatrix_x4_trans(vb, (v_lane ^ (32u * dp)) + kk * 16 * ROW_BYTES);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                const uint32_t pa[4] = { pk[mt][2 * kk][0], pk[mt][2 * kk][1],
+                                         pk[mt][2 * kk + 1][0], pk[mt][2 * kk + 1][1] };
+                mma_bf16_16816(o[mt][2 * dp], pa, vb[0], vb[1]);
+                mma_bf16_16816(o[mt][2 * dp + 1], pa, vb[2], vb[3]);
+            }
+        }
+    }
+}
+
+/* One block = one query tile of BM rows of one (batch, head); see the file comment.
+ * Grid: x = batch*heads, y = query tiles, heaviest (last) tile first. Block: 128 threads.
+ * Dynamic shared memory: FLASH_SMEM_BYTES(D, BM, BN). */
 template <int D, int BM, int BN, bool Q_IN_REGS>
 static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
 {
-    constexpr int R  = BM / FLASH_WARPS;   /* query rows per warp */
-    constexpr int MT = R / 16;             /* m16 tiles per warp */
-    constexpr int NT = BN / 8;             /* n8 tiles of S per m16 tile */
-    constexpr int KD = D / 16;             /* k16 steps of Q.K^T */
-    constexpr int DT = D / 8;              /* n8 tiles of O */
-    constexpr int KS = BN / 16;            /* k16 steps of P.V */
-    constexpr int ROW_BYTES = D * 2;
+    FLASH_TILE_CONSTANTS(D, BM, BN);
     static_assert(R % 16 == 0 && BN % 16 == 0 && D % 16 == 0, "tile shape");
 
     extern __shared__ __align__(1024) uint4 smem[];
@@ -159,14 +299,18 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
     const int m0 = (int)(gridDim.y - 1 - blockIdx.y) * BM;  /* heaviest query tile first */
     const size_t bh = (size_t)blockIdx.x * seq * D;
     const __nv_bfloat16 *q = p.q + bh, *k = p.k + bh, *v = p.v + bh;
-    const float c = p.scale_log2;
 
-    /* Causal bounds. Block: key tiles 0 .. n_end-1 reach the block's last row. Warp: tiles past
-     * its own last row are all masked and skipped (0 if the warp holds only rows >= seq). */
-    const int n_tiles = (seq + BN - 1) / BN;
-    const int n_end   = min(n_tiles, (m0 + BM - 1) / BN + 1);
-    const int w_row0  = m0 + warp * R;
-    const int w_n_end = w_row0 < seq ? min(n_tiles, (w_row0 + R - 1) / BN + 1) : 0;
+    /* Causal bounds (mma-attention-facts.md section 7), forward order n = 0, 1, ...
+     *   block: key tiles 0 .. n_end-1 reach its last row; none past that is ever loaded;
+     *   warp:  tiles 0 .. w_n_full-1 lie wholly at or below its first row and inside seq (no
+     *          mask), w_n_full .. w_n_end-1 cross its diagonal or seq (masked), the rest up to
+     *          n_end lie wholly past its last row: the warp only helps load them. A warp whose
+     *          rows are all >= seq computes nothing. */
+    const int n_tiles  = (seq + BN - 1) / BN;
+    const int n_end    = min(n_tiles, (m0 + BM - 1) / BN + 1);
+    const int w_row0   = m0 + warp * R;
+    const int w_n_end  = w_row0 < seq ? min(n_tiles, (w_row0 + R - 1) / BN + 1) : 0;
+    const int w_n_full = min(w_n_end, min((w_row0 + 1) / BN, seq / BN));
 
     /* ldmatrix lane addresses (mma-attention-facts.md section 3).
      *   Q (A operand) and V (.trans B operand): lane gives row (lane & 15), chunk 2kk + lane/16;
@@ -214,126 +358,29 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
 #pragma unroll
             for (int kk = 0; kk < KD; ++kk)
                 ldmatrix_x4(qf[mt][kk], (q_lane ^ (32u * kk)) + mt * 16 * ROW_BYTES);
+    } else {
+        qf[0][0][0] = qf[0][0][1] = qf[0][0][2] = qf[0][0][3] = 0u;   /* unused */
     }
 
-    for (int n = 0; n < n_end; ++n) {
-        /* Tile n has landed (it is the only group in flight) and every warp is done with tile
-         * n-1, whose buffers the copies of tile n+1 now overwrite. */
-        cp_async_wait<0>();
-        __syncthreads();
-        if (n + 1 < n_end) {
-            const uint32_t next = (uint32_t)(((n + 1) & 1) * BN * ROW_BYTES);
-            load_tile_async<D, BN>(sK + next, k, (n + 1) * BN, seq);
-            load_tile_async<D, BN>(sV + next, v, (n + 1) * BN, seq);
-        }
-        cp_async_commit();                   /* possibly empty: keeps the group count simple */
-
-        if (n >= w_n_end) continue;          /* warp-uniform: this tile is all future keys */
+    /* The sweep: three loops with one barrier per iteration each (warp-uniform bounds). */
+    const int row_g = w_row0 + g;
+    int n = 0;
+    for (; n < w_n_full; ++n) {
+        key_tile_arrive<D, BN>(n, n_end, sK, sV, k, v, seq);
         const uint32_t buf = (uint32_t)((n & 1) * BN * ROW_BYTES);
-
-        /* S = Q.K^T: each K fragment (two n8 tiles) feeds all MT m16 tiles of the warp. */
-        float s[MT][NT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) s[mt][nt][i] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < KD; ++kk) {
-            uint32_t qa[MT][4];
-            if constexpr (!Q_IN_REGS) {
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-                    ldmatrix_x4(qa[mt], (q_lane ^ (32u * kk)) + mt * 16 * ROW_BYTES);
-            }
-#pragma unroll
-            for (int np = 0; np < NT / 2; ++np) {
-                uint32_t kb[4];
-                ldmatrix_x4(kb, ((k_lane + buf) ^ (32u * kk)) + np * 16 * ROW_BYTES);
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt) {
-                    const uint32_t *a = Q_IN_REGS ? qf[Q_IN_REGS ? mt : 0][Q_IN_REGS ? kk : 0]
-                                                  : qa[mt];
-                    mma_bf16_16816(s[mt][2 * np], a, kb[0], kb[1]);
-                    mma_bf16_16816(s[mt][2 * np + 1], a, kb[2], kb[3]);
-                }
-            }
-        }
-
-        /* Mask by assignment (-inf), only where the tile crosses this warp's diagonal or the
-         * end of the sequence: key col is visible to row iff col <= row and col < seq. */
-        const int key0 = n * BN;
-        if (key0 + BN - 1 > w_row0 || key0 + BN > seq) {
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int limit = min(w_row0 + mt * 16 + g + 8 * h + 1, seq) - key0;
-#pragma unroll
-                    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                        for (int e = 0; e < 2; ++e)
-                            if (nt * 8 + 2 * t + e >= limit) s[mt][nt][2 * h + e] = -INFINITY;
-                }
-        }
-
-        /* Online softmax, one row (mt, h) at a time; the quad (4 lanes) holds the row. P goes
-         * straight to bf16 pairs, pk[mt][nt][h] = (P[row][8nt+2t], P[row][8nt+2t+1]) with
-         * row = 16mt + g + 8h, so S's 64 floats are dead before P.V starts. */
-        uint32_t pk[MT][NT][2];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                float m_new = m_run[mt][h];
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt)
-                    m_new = fmaxf(m_new, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
-                m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));
-                m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));
-                /* A row that has seen only masked keys keeps m = -inf; use 0 so that
-                 * -inf - -inf never happens (alpha and P are then exactly 0). */
-                const float m_use = m_new == -INFINITY ? 0.f : m_new;
-                const float alpha = exp2_approx((m_run[mt][h] - m_use) * c);
-                const float m_c   = m_use * c;
-                m_run[mt][h] = m_new;
-                float sum = 0.f;
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    const float p0 = exp2_approx(fmaf(s[mt][nt][2 * h], c, -m_c));
-                    const float p1 = exp2_approx(fmaf(s[mt][nt][2 * h + 1], c, -m_c));
-                    sum += p0 + p1;
-                    pk[mt][nt][h] = pack_bf16x2(p0, p1);
-                }
-                l_run[mt][h] = fmaf(l_run[mt][h], alpha, sum);
-#pragma unroll
-                for (int dt = 0; dt < DT; ++dt) {
-                    o[mt][dt][2 * h]     *= alpha;
-                    o[mt][dt][2 * h + 1] *= alpha;
-                }
-            }
-
-        /* O += P.V. The A fragment of keys 16kk..16kk+15 is S/P tiles 2kk and 2kk+1:
-         * a0 = (row g, keys 2t, 2t+1), a1 = (row g+8, same keys), a2, a3 = the same 8 keys on. */
-#pragma unroll
-        for (int kk = 0; kk < KS; ++kk) {
-#pragma unroll
-            for (int dp = 0; dp < DT / 2; ++dp) {
-                uint32_t vb[4];
-                ldmatrix_x4_trans(vb, ((v_lane + buf) ^ (32u * dp)) + kk * 16 * ROW_BYTES);
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt) {
-                    const uint32_t pa[4] = { pk[mt][2 * kk][0], pk[mt][2 * kk][1],
-                                             pk[mt][2 * kk + 1][0], pk[mt][2 * kk + 1][1] };
-                    mma_bf16_16816(o[mt][2 * dp], pa, vb[0], vb[1]);
-                    mma_bf16_16816(o[mt][2 * dp + 1], pa, vb[2], vb[3]);
-                }
-            }
-        }
+        flash_key_tile<D, BM, BN, Q_IN_REGS, false>(o, m_run, l_run, qf, q_lane, k_lane + buf,
+                                                    v_lane + buf, row_g, n * BN, seq, t, p.scale_log2);
     }
+    for (; n < w_n_end; ++n) {
+        key_tile_arrive<D, BN>(n, n_end, sK, sV, k, v, seq);
+        const uint32_t buf = (uint32_t)((n & 1) * BN * ROW_BYTES);
+        flash_key_tile<D, BM, BN, Q_IN_REGS, true>(o, m_run, l_run, qf, q_lane, k_lane + buf,
+                                                   v_lane + buf, row_g, n * BN, seq, t, p.scale_log2);
+    }
+    for (; n < n_end; ++n)
+        key_tile_arrive<D, BN>(n, n_end, sK, sV, k, v, seq);
 
-    /* Epilogue: O /= l (rows that saw no key keep O = 0), to bf16, through this warp's own
+    /* Epilogue: O /= l (a row that saw no key keeps O = 0), to bf16, through this warp's own
      * rows of the Q tile (no other warp reads them) to 16-byte coalesced global stores. */
     __syncwarp();
 #pragma unroll

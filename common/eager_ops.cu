@@ -146,21 +146,29 @@ void eager_bmm_plan(eager_bmm *g, const eager_blas *blas, int batch, int m, int 
     g->b = make_layout((uint64_t)k, (uint64_t)m, k, batch, stride_a);
     g->c = make_layout((uint64_t)n, (uint64_t)m, n, batch, stride_c);
 
-    cublasLtMatmulPreference_t pref;
-    CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    uint64_t ws = blas->workspace_bytes;
-    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                        &ws, sizeof ws));
-    /* The alignment preferences stay at their default, 256 bytes: they describe the base
-     * pointers (cudaMalloc'd, checked in eager_bmm_run); cuBLASLt sees the leading dimensions and
-     * batch strides in the layouts and checks those itself. */
-
+    /* The memset lesson: every nvjet candidate for S = Q·Kᵀ asks for a 4-byte workspace (a
+     * counter the kernel expects zeroed), so cuBLAS issues a 4-byte memset before every call:
+     * PyTorch shows 7 GPU activities per step on the H200 for that reason. Asking the heuristic
+     * for algorithms that need no workspace at all picks kernels without the counter and the
+     * memset is gone. ATTN_GEMM_WORKSPACE=1 allows the workspace again, to bring it back. */
+    const char *allow_ws = getenv("ATTN_GEMM_WORKSPACE");
+    const int use_ws = allow_ws && strcmp(allow_ws, "1") == 0;
     cublasLtMatmulHeuristicResult_t results[HEURISTIC_MAX];
-    memset(results, 0, sizeof results);
     int found = 0;
-    CUBLASLT_CHECK(cublasLtMatmulAlgoGetHeuristic(blas->lt, g->op, g->a, g->b, g->c, g->c, pref,
-                                                  HEURISTIC_MAX, results, &found));
-    CUBLASLT_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    for (int attempt = use_ws ? 1 : 0; attempt < 2 && found <= 0; attempt++) {
+        cublasLtMatmulPreference_t pref;
+        CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+        uint64_t ws = attempt == 0 ? 0 : blas->workspace_bytes; /* 0 first, the workspace if none */
+        CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+        /* The alignment preferences stay at their default, 256 bytes: they describe the base
+         * pointers (cudaMalloc'd, checked in eager_bmm_run); cuBLASLt sees the leading dimensions
+         * and batch strides in the layouts and checks those itself. */
+        memset(results, 0, sizeof results);
+        CUBLASLT_CHECK(cublasLtMatmulAlgoGetHeuristic(blas->lt, g->op, g->a, g->b, g->c, g->c,
+                                                      pref, HEURISTIC_MAX, results, &found));
+        CUBLASLT_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    }
     if (found <= 0)
         die_usage("gemm %s: cuBLASLt has no bf16 algorithm for batch %d, M %d, N %d, K %d",
                   label, batch, m, n, k);

@@ -340,7 +340,7 @@ cli() { run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
 
 @test "cli: on a GPU, a shape too large for device memory exits 2 and writes no trace" {
     require_gpu
-    cli --batch 65535 --heads 65535 --seq 1024 --quiet
+    cli --batch 4096 --heads 4096 --seq 1024 --quiet
     [ "$status" -eq 2 ]
     [[ "$output" == *"bytes of device memory"* ]]
     [ ! -e "$BATS_TEST_TMPDIR/cli/t.json" ]
