@@ -65,3 +65,13 @@ test: all
 
 clean:
 	rm -rf $(BUILD) $(addsuffix /run,$(STAGES)) traces
+
+# make compare [SHAPE=BxHxSxD]: every stage at one shape (default the blog's 8x16x1024x64), one
+# table "at a glance"; also traces/compare.md and traces/compare.svg (bench/compare.py). GPU only.
+compare: all
+	python3 bench/compare.py run $(if $(SHAPE),--shape $(SHAPE))
+
+# make sanitize: compute-sanitizer memcheck and racecheck on every stage at small odd shapes
+# (tests/sanitize.sh; logs under build/sanitize). Fails on any reported error. GPU only.
+sanitize: all
+	CUDA_HOME=$(CUDA_HOME) bash tests/sanitize.sh

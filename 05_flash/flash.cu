@@ -12,8 +12,9 @@
  * i.e. two m16 tiles), all the keys of the tile and all head_dim columns of O, so a row's max and
  * sum never leave its warp: the 4 lanes of a quad hold a row, two shuffles reduce it.
  *
- * Per key tile, per warp (flash_fwd_tile below, the steps named as in README.md):
- *   S = Q.K^T        mma.sync m16n8k16 bf16 -> f32; Q from registers, K by ldmatrix.x4 from smem
+ * Per key tile, per warp (flash_key_tile below, the steps named as in README.md):
+ *   S = Q.K^T        mma.sync m16n8k16 bf16 -> f32; Q from registers (d64) or by ldmatrix.x4
+ *                    from shared memory (d128), K by ldmatrix.x4
  *   mask             only on tiles that cross the diagonal or the end of the sequence
  *   online softmax   m_new, alpha = 2^((m_old - m_new)*c), P = 2^(S*c - m_new*c), l = alpha*l + sum P,
  *                    O *= alpha, with c = scale*log2(e) folded into one FFMA per element
@@ -35,7 +36,8 @@
  *
  * Tuning knobs (compile-time, for experiments; the defaults are what the chapter measures):
  *   FLASH_D64_BLOCK_M, FLASH_D64_BLOCK_N, FLASH_D64_Q_IN_REGS, FLASH_D64_MIN_BLOCKS and the same
- *   for D128; e.g.  make 05_flash NVCC="nvcc -DFLASH_D64_BLOCK_N=128 -DFLASH_D64_Q_IN_REGS=0".
+ *   for D128; e.g. touch 05_flash/flash.cu &&
+ *   make 05_flash NVCC="/usr/local/cuda/bin/nvcc -DFLASH_D64_BLOCK_N=128 -DFLASH_D64_Q_IN_REGS=0".
  *   FLASH_POISON_SMEM fills shared memory with bf16 NaN first, so a missing zero-fill shows.
  */
 #include <cuda_runtime.h>
@@ -43,7 +45,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <limits.h>
 
 #include "harness.h"
 #include "check.h"
@@ -65,7 +66,7 @@
 #define FLASH_D128_BLOCK_M 128
 #endif
 #ifndef FLASH_D128_BLOCK_N
-#define FLASH_D128_BLOCK_N 64
+#define FLASH_D128_BLOCK_N 32
 #endif
 #ifndef FLASH_D128_Q_IN_REGS
 #define FLASH_D128_Q_IN_REGS 0
@@ -150,8 +151,9 @@ static __device__ __forceinline__ void key_tile_arrive(int n, int n_end, uint32_
     cp_async_commit();                       /* possibly empty: keeps the group count simple */
 }
 
-/* One key tile for one warp: S = Q.K^T, the mask (MASK: the tile crosses this warp's diagonal
- * or the end of the sequence), the online-softmax update of m_run, l_run and o, and O += P.V.
+/* One key tile for one warp: S = Q.K^T, the mask (if mask: the tile crosses this warp's
+ * diagonal or the end of the sequence; warp-uniform), the online-softmax update of m_run, l_run
+ * and o, and O += P.V. c = scale * log2(e).
  *
  * Fragment bookkeeping, lane = 4g + t (g = lane/4, t = lane%4); the warp owns R rows as MT m16
  * tiles; "row" below is relative to the warp's first row:
@@ -162,12 +164,13 @@ static __device__ __forceinline__ void key_tile_arrive(int n, int n_end, uint32_
  *                 of the quad); l_run[mt][h] this lane's part of the row sum (reduced at the end)
  * q_lane, k_lane, v_lane are this lane's ldmatrix addresses (k_lane, v_lane in this tile's
  * buffer); row_g = the global row of (mt 0, h 0) = warp's first row + g; key0 = first key. */
-template <int D, int BM, int BN, bool Q_IN_REGS, bool MASK>
+template <int D, int BM, int BN, bool Q_IN_REGS>
 static __device__ __forceinline__ void flash_key_tile(
     float (&o)[BM / FLASH_WARPS / 16][D / 8][4], float (&m_run)[BM / FLASH_WARPS / 16][2],
     float (&l_run)[BM / FLASH_WARPS / 16][2],
     const uint32_t (&qf)[Q_IN_REGS ? BM / FLASH_WARPS / 16 : 1][Q_IN_REGS ? D / 16 : 1][4],
-    uint32_t q_lane, uint32_t k_lane, uint32_t v_lane, int row_g, int key0, int seq, int t, float c)
+    uint32_t q_lane, uint32_t k_lane, uint32_t v_lane, bool mask, int row_g, int key0, int seq, int t,
+    float c)
 {
     FLASH_TILE_CONSTANTS(D, BM, BN);
 
@@ -205,7 +208,7 @@ static __device__ __forceinline__ void flash_key_tile(
 
     /* Mask by assignment (-inf): key col is visible to row iff col <= row and col < seq,
      * i.e. iff col - key0 - 2t < min(row + 1, seq) - key0 - 2t =: limit. */
-    if constexpr (MASK) {
+    if (mask) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -362,23 +365,19 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
         qf[0][0][0] = qf[0][0][1] = qf[0][0][2] = qf[0][0][3] = 0u;   /* unused */
     }
 
-    /* The sweep: three loops with one barrier per iteration each (warp-uniform bounds). */
+    /* The sweep. All warps run the same loop, so all meet at the same barrier instruction
+     * (bar.sync is .aligned: every thread of the block must execute the very same one); a warp
+     * computes only the tiles up to its own last row and just helps load the rest. */
     const int row_g = w_row0 + g;
-    int n = 0;
-    for (; n < w_n_full; ++n) {
+    for (int n = 0; n < n_end; ++n) {
         key_tile_arrive<D, BN>(n, n_end, sK, sV, k, v, seq);
-        const uint32_t buf = (uint32_t)((n & 1) * BN * ROW_BYTES);
-        flash_key_tile<D, BM, BN, Q_IN_REGS, false>(o, m_run, l_run, qf, q_lane, k_lane + buf,
-                                                    v_lane + buf, row_g, n * BN, seq, t, p.scale_log2);
+        if (n < w_n_end) {                   /* warp-uniform */
+            const uint32_t buf = (uint32_t)((n & 1) * BN * ROW_BYTES);
+            flash_key_tile<D, BM, BN, Q_IN_REGS>(o, m_run, l_run, qf, q_lane, k_lane + buf,
+                                                 v_lane + buf, n >= w_n_full, row_g, n * BN, seq,
+                                                 t, p.scale_log2);
+        }
     }
-    for (; n < w_n_end; ++n) {
-        key_tile_arrive<D, BN>(n, n_end, sK, sV, k, v, seq);
-        const uint32_t buf = (uint32_t)((n & 1) * BN * ROW_BYTES);
-        flash_key_tile<D, BM, BN, Q_IN_REGS, true>(o, m_run, l_run, qf, q_lane, k_lane + buf,
-                                                   v_lane + buf, row_g, n * BN, seq, t, p.scale_log2);
-    }
-    for (; n < n_end; ++n)
-        key_tile_arrive<D, BN>(n, n_end, sK, sV, k, v, seq);
 
     /* Epilogue: O /= l (a row that saw no key keeps O = 0), to bf16, through this warp's own
      * rows of the Q tile (no other warp reads them) to 16-byte coalesced global stores. */

@@ -6,6 +6,7 @@
  *   mma.sync m16n8k16 bf16 -> f32   one warp-wide 16x8x16 tensor-core product
  *   cvt.rn.bf16x2.f32               two floats -> one register of two bf16 (the A operand of P.V)
  *   ex2.approx.ftz.f32              2^x on the special-function unit
+ * plus a plain 32-bit shared store and 16-byte shared load by .shared address (the epilogue).
  *
  * Sources: PTX ISA 9.x, "Warp-level matrix instructions: mma" (fragment layouts of m16n8k16,
  * section 9.7.14.5.8), "ldmatrix" (9.7.14.5.15), "cp.async", "cvt", "ex2". The fragment layouts

@@ -295,6 +295,9 @@ static const CUpti_ActivityKind KINDS[] = {
 void prof_init(void)
 {
     if (g.enabled) return;
+    /* Under compute-sanitizer (make sanitize) CUPTI belongs to the sanitizer: record nothing. */
+    const char *sanitize = getenv("ATTN_SANITIZE");
+    if (sanitize && strcmp(sanitize, "1") == 0) return;
     /* API records' threadId = gettid(), as in the trace's CPU lane. */
     CUPTI_CHECK(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
     CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));

@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""compare.py: the course at a glance. Every stage at one shape, one table, one bar chart.
+
+    bench/compare.py run [--shape BxHxSxD] [--outdir DIR]   (what `make compare` runs; needs a GPU)
+    bench/compare.py render SUMMARY_FILE OUTDIR              (renders canned lines; CPU only)
+
+`run` runs each built stage (./NN_x/run --quiet at the shape, default the blog's 8x16x1024x64),
+keeps the summary lines in OUTDIR/compare_summary.txt, then renders them like `render`: a table
+on stdout, OUTDIR/compare.md (the same table in Markdown) and OUTDIR/compare.svg (GPU time per
+stage as horizontal bars on a log axis, the GPU activities per step written on each bar).
+Every number comes from the stages' summary lines (DESIGN.md, "Summary line"); nothing is
+re-measured here.
+
+The summary file holds, one per line (other lines are ignored):
+    result stage=... shape=... kernels_per_step=... gpu_us=... ...   (a stage's last stdout line)
+    idea stage=NN_x text=ONE LINE                                     (the stage's idea, from --help)
+    unsupported stage=NN_x shape=BxHxSxD exit=2 message=ONE LINE      (the stage refused the shape)
+    failed stage=NN_x shape=BxHxSxD exit=N message=ONE LINE           (check failed or a call failed)
+    notbuilt stage=NN_x message=ONE LINE
+Exit status: 0; 1 when a stage failed; 2 on bad input or no CUDA device (one line on stderr).
+Python 3 standard library only.
+"""
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+from xml.sax.saxutils import escape
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)$")
+STAGE_RE = re.compile(r"^[0-9][0-9]_[A-Za-z0-9_]+$")
+BLOG_SHAPE = "8x16x1024x64"
+STAGE_TIMEOUT_S = 600
+# Line kinds whose last field runs to the end of the line (it holds spaces).
+TAIL_KEY = {"idea": "text", "unsupported": "message", "failed": "message", "notbuilt": "message"}
+
+
+def die(msg, code=2):
+    """One line on stderr, then exit (2: bad input or no device)."""
+    print(f"compare: {msg}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
+# ---- summary lines ---------------------------------------------------------------------------
+
+def parse_line(line):
+    """(kind, fields) of one summary-file line, or None for a line of another kind.
+    `result` lines are space-separated key=value pairs; the other kinds end in a free-text field."""
+    line = line.rstrip("\n")
+    kind, _, rest = line.partition(" ")
+    if kind == "result":
+        fields = {}
+        for tok in rest.split():
+            key, eq, val = tok.partition("=")
+            if eq:
+                fields[key] = val
+        return kind, fields
+    if kind in TAIL_KEY:
+        marker = TAIL_KEY[kind] + "="
+        head, sep, tail = rest.partition(" " + marker) if not rest.startswith(marker) else ("", marker, rest[len(marker):])
+        if not sep:
+            return None
+        fields = {}
+        for tok in head.split():
+            key, eq, val = tok.partition("=")
+            if eq:
+                fields[key] = val
+        fields[TAIL_KEY[kind]] = tail.strip()
+        return kind, fields
+    return None
+
+
+def load_rows(lines):
+    """Rows in stage order: dicts with stage, status (ok, unsupported, failed, notbuilt), the
+    summary fields, idea and message. A stage's last line of each kind wins."""
+    rows, ideas = {}, {}
+    for line in lines:
+        parsed = parse_line(line)
+        if not parsed:
+            continue
+        kind, f = parsed
+        stage = f.get("stage")
+        if not stage:
+            continue
+        if kind == "idea":
+            ideas[stage] = f["text"]
+            continue
+        if kind == "result" and f.get("check") != "PASS":
+            kind, f = "failed", dict(f, message=f"check={f.get('check', '?')} rel_l2={f.get('rel_l2', '?')}")
+        status = {"result": "ok"}.get(kind, kind)
+        rows[stage] = dict(f, stage=stage, status=status)
+    out = []
+    for stage in sorted(rows):
+        r = rows[stage]
+        r["idea"] = ideas.get(stage) or idea_from_help(stage)
+        out.append(r)
+    return out
+
+
+def idea_from_help(stage):
+    """The stage's idea from `./NN_x/run --help` ("NN_x: idea" line), or "" if not built."""
+    exe = os.path.join(ROOT, stage, "run")
+    if not os.access(exe, os.X_OK):
+        return ""
+    try:
+        p = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    for line in p.stdout.splitlines():
+        if line.startswith(stage + ": "):
+            return line[len(stage) + 2:].strip()
+    return ""
+
+
+# ---- formatting ------------------------------------------------------------------------------
+
+def human_bytes(n):
+    """Device bytes in binary units: 0, 256 B, 12.0 KiB, 545.0 MiB, 1.29 GiB."""
+    n = int(n)
+    if n == 0:
+        return "0"
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 ** 2:
+        return f"{n / 1024:.1f} KiB"
+    if n < 1024 ** 3:
+        return f"{n / 1024 ** 2:.1f} MiB"
+    return f"{n / 1024 ** 3:.2f} GiB"
+
+
+COLUMNS = ["stage", "idea", "GPU ops/step", "GPU µs/step", "host µs/call", "TFLOP/s",
+           "% of peak", "extra device memory", "rel. error"]
+
+
+def cells(r):
+    """The table cells of one row (COLUMNS order)."""
+    if r["status"] != "ok":
+        word = {"unsupported": "not supported", "notbuilt": "not built"}.get(r["status"], "FAILED")
+        return [r["stage"], r["idea"], word] + [""] * (len(COLUMNS) - 3)
+    return [r["stage"], r["idea"], r.get("kernels_per_step", "?"), r.get("gpu_us", "?"),
+            r.get("cpu_us", "?"), r.get("tflops", "?"), r.get("pct_peak", "?"),
+            human_bytes(r.get("extra_bytes", 0)), r.get("rel_l2", "?")]
+
+
+def notes(rows):
+    """One line per stage that has no numbers: why."""
+    out = []
+    for r in rows:
+        if r["status"] == "unsupported":
+            out.append(f"{r['stage']}: not supported at {r.get('shape', '?')}: {r.get('message', '')}")
+        elif r["status"] == "notbuilt":
+            out.append(f"{r['stage']}: not built: {r.get('message', '')}")
+        elif r["status"] == "failed":
+            out.append(f"{r['stage']}: FAILED (exit {r.get('exit', 1)}): {r.get('message', '')}")
+    return out
+
+
+def common_shape(rows):
+    shapes = sorted({r["shape"] for r in rows if r.get("shape")})
+    return ", ".join(shapes) if shapes else "?"
+
+
+def text_table(rows):
+    """The terminal table: numbers right-aligned; the idea goes last so long ideas keep the
+    columns aligned."""
+    order = [0, 2, 3, 4, 5, 6, 7, 8, 1]
+    head = [COLUMNS[i] for i in order]
+    body = [[cells(r)[i] for i in order] for r in rows]
+    width = [max(len(row[c]) for row in [head] + body) for c in range(len(head) - 1)]
+
+    def fmt(row):
+        parts = [row[0].ljust(width[0])] + [row[c].rjust(width[c]) for c in range(1, len(row) - 1)]
+        return "  ".join(parts + [row[-1]]).rstrip()
+
+    rule = "-" * len(fmt(head))
+    lines = [f"The course at a glance: shape {common_shape(rows)} (batch x heads x seq x head_dim), "
+             "bf16, causal", rule, fmt(head), rule] + [fmt(b) for b in body] + [rule]
+    lines += notes(rows)
+    return "\n".join(lines) + "\n"
+
+
+def md_cell(s):
+    return s.replace("|", "\\|")
+
+
+def markdown(rows):
+    shape = common_shape(rows)
+    out = ["# The course at a glance", "",
+           f"Causal attention, bf16, shape {shape} (batch × heads × seq × head_dim). "
+           "From each stage's summary line (`./NN_x/run --quiet`): GPU ops/step are the GPU "
+           "activities (kernels, copies, memsets) of one forward; GPU µs/step is the median GPU "
+           "time of one forward with the queue kept full; host µs/call is the median host time "
+           "of one forward call; TFLOP/s counts 4·B·H·S²·D/2; extra device memory is what the "
+           "stage needs beyond Q, K, V, O; rel. error is the relative L2 error against the "
+           "float64 reference.", "",
+           "| " + " | ".join(COLUMNS) + " |",
+           "|" + "|".join([":---", ":---"] + ["---:"] * (len(COLUMNS) - 2)) + "|"]
+    for r in rows:
+        c = cells(r)
+        c[0] = f"`{c[0]}`"
+        out.append("| " + " | ".join(md_cell(x) for x in c) + " |")
+    n = notes(rows)
+    if n:
+        out += [""] + [f"- {md_cell(x)}" for x in n]
+    out += ["", "![GPU time per stage, log axis](compare.svg)", ""]
+    return "\n".join(out)
+
+
+# ---- the chart -------------------------------------------------------------------------------
+
+def nice_us(us):
+    """A time for an axis label: 10 µs, 100 µs, 1 ms, 10 ms, 1 s."""
+    if us >= 1e6:
+        return f"{us / 1e6:g} s"
+    if us >= 1e3:
+        return f"{us / 1e3:g} ms"
+    return f"{us:g} µs"
+
+
+def svg_chart(rows):
+    """GPU time per stage: one horizontal bar per stage with numbers, on a log axis spanning whole
+    decades; the GPU activities per step on each bar, the time after it."""
+    width, left, right, top, row_h, bar_h = 900, 150, 110, 64, 36, 22
+    plot_w = width - left - right
+    bars = [r for r in rows if r["status"] == "ok" and _float(r.get("gpu_us")) > 0]
+    n_rows = max(len(rows), 1)
+    height = top + n_rows * row_h + 56
+    times = [_float(r["gpu_us"]) for r in bars] or [1.0, 10.0]
+    lo = math.floor(math.log10(min(times)))
+    if 10 ** lo >= min(times):      # a bar exactly on the axis start would have no length
+        lo -= 1
+    hi = max(math.ceil(math.log10(max(times))), lo + 1)
+
+    def x_of(us):
+        return left + plot_w * (math.log10(us) - lo) / (hi - lo)
+
+    o = ['<?xml version="1.0" encoding="UTF-8"?>',
+         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="13">',
+         f'<title>GPU time per forward, shape {escape(common_shape(rows))}</title>',
+         f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+         f'<text x="{left}" y="24" font-size="16" font-weight="bold">GPU time per forward '
+         f'(log scale), shape {escape(common_shape(rows))}</text>',
+         f'<text x="{left}" y="44" fill="#555555">median with the queue kept full; '
+         'the count on each bar is GPU activities (kernels, copies, memsets) per step</text>']
+    axis_y = top + n_rows * row_h + 4
+    # grid: whole decades (labelled) and 2..9 within each (faint)
+    for d in range(lo, hi + 1):
+        for m in range(1, 10):
+            us = m * 10 ** d
+            if d == hi and m > 1:
+                break
+            x = x_of(us)
+            strong = m == 1
+            o.append(f'<line x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{axis_y}" '
+                     f'stroke="{"#bbbbbb" if strong else "#eeeeee"}" stroke-width="1"/>')
+            if strong:
+                o.append(f'<text class="tick" x="{x:.1f}" y="{axis_y + 18}" text-anchor="middle" '
+                         f'fill="#333333">{escape(nice_us(us))}</text>')
+    o.append(f'<line x1="{left}" y1="{axis_y}" x2="{left + plot_w}" y2="{axis_y}" stroke="#333333"/>')
+    o.append(f'<text x="{left + plot_w / 2:.1f}" y="{axis_y + 40}" text-anchor="middle" '
+             'fill="#333333">GPU µs per forward (log axis)</text>')
+    for i, r in enumerate(rows):
+        y = top + i * row_h + (row_h - bar_h) / 2
+        mid = y + bar_h / 2 + 4.5
+        o.append(f'<text class="stage" x="{left - 10}" y="{mid:.1f}" text-anchor="end" '
+                 f'font-family="Menlo, Consolas, monospace">{escape(r["stage"])}</text>')
+        if r not in bars:
+            word = cells(r)[2]
+            o.append(f'<text class="missing" x="{left + 6}" y="{mid:.1f}" fill="#aa3333">'
+                     f'{escape(word)}</text>')
+            continue
+        us = _float(r["gpu_us"])
+        x1 = x_of(us)
+        ops = f'{r.get("kernels_per_step", "?")} ops/step'
+        fits = (x1 - left) > 8 * len(ops) + 12
+        tip = f'{r["stage"]}: {r.get("gpu_us")} µs, {ops}. {r.get("idea", "")}'
+        o.append(f'<rect class="bar" x="{left}" y="{y:.1f}" width="{x1 - left:.1f}" height="{bar_h}" '
+                 f'fill="{"#e45756" if _ops(r) > 2 else "#4c78a8"}"><title>{escape(tip)}</title></rect>')
+        value = f'{r.get("gpu_us")} µs'
+        if fits:
+            o.append(f'<text class="ops" x="{left + 6}" y="{mid:.1f}" fill="#ffffff" '
+                     f'font-weight="bold">{escape(ops)}</text>')
+            o.append(f'<text class="value" x="{x1 + 6:.1f}" y="{mid:.1f}">{escape(value)}</text>')
+        else:
+            o.append(f'<text class="value" x="{x1 + 6:.1f}" y="{mid:.1f}">{escape(value)} · '
+                     f'<tspan class="ops" font-weight="bold">{escape(ops)}</tspan></text>')
+    o.append("</svg>")
+    return "\n".join(o) + "\n"
+
+
+def _float(s):
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _ops(r):
+    try:
+        return max(int(x) for x in str(r.get("kernels_per_step", "0")).split(","))
+    except ValueError:
+        return 0
+
+
+def render(lines, outdir):
+    """Print the table; write OUTDIR/compare.md and OUTDIR/compare.svg. Returns the rows."""
+    rows = load_rows(lines)
+    if not rows:
+        die("no summary lines (lines starting 'result stage=...') to render")
+    os.makedirs(outdir, exist_ok=True)
+    sys.stdout.write(text_table(rows))
+    with open(os.path.join(outdir, "compare.md"), "w", encoding="utf-8") as f:
+        f.write(markdown(rows))
+    with open(os.path.join(outdir, "compare.svg"), "w", encoding="utf-8") as f:
+        f.write(svg_chart(rows))
+    print(f"wrote {os.path.join(outdir, 'compare.md')} and {os.path.join(outdir, 'compare.svg')}",
+          flush=True)
+    return rows
+
+
+# ---- run -------------------------------------------------------------------------------------
+
+def stages():
+    return sorted(d for d in os.listdir(ROOT) if STAGE_RE.match(d) and os.path.isdir(os.path.join(ROOT, d)))
+
+
+def one_line(text):
+    """The last non-empty line of a program's stderr (its one-line message)."""
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    return lines[-1] if lines else "(no message)"
+
+
+def run_stages(shape, outdir):
+    b, h, s, d = SHAPE_RE.match(shape).groups()
+    found = stages()
+    if not found:
+        die(f"no stage directories (NN_x/) under {ROOT}")
+    summary, failed = [], False
+    for stage in found:
+        exe = os.path.join(ROOT, stage, "run")
+        if not os.access(exe, os.X_OK):
+            summary.append(f"notbuilt stage={stage} message=./{stage}/run is missing (make {stage})")
+            print(f"compare: {stage}: not built", file=sys.stderr, flush=True)
+            continue
+        cmd = [exe, "--quiet", "--batch", b, "--heads", h, "--seq", s, "--head-dim", d]
+        print(f"compare: {stage} {shape} ...", file=sys.stderr, flush=True)
+        try:
+            p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=STAGE_TIMEOUT_S)
+            rc, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired:
+            rc, out, err = 124, "", f"timed out after {STAGE_TIMEOUT_S} s"
+        if rc == 2 and "no CUDA device" in err:
+            die(f"{one_line(err)}. `make compare` runs the stages on a GPU machine; nothing was "
+                "written (bench/compare.py render SUMMARY_FILE OUTDIR renders saved summary lines "
+                "without one)")
+        idea = idea_from_help(stage)
+        if idea:
+            summary.append(f"idea stage={stage} text={idea}")
+        results = [x for x in out.splitlines() if x.startswith("result ")]
+        if rc == 0 and results:
+            summary.append(results[-1])
+            f = parse_line(results[-1])[1]
+            print(f"compare: {stage}: gpu_us={f.get('gpu_us')} kernels_per_step="
+                  f"{f.get('kernels_per_step')} check={f.get('check')}", file=sys.stderr, flush=True)
+        elif rc == 2:
+            summary.append(f"unsupported stage={stage} shape={shape} exit=2 message={one_line(err)}")
+            print(f"compare: {stage}: not supported: {one_line(err)}", file=sys.stderr, flush=True)
+        else:
+            failed = True
+            msg = one_line(err) if rc != 0 else "no summary line on stdout"
+            summary.append(f"failed stage={stage} shape={shape} exit={rc} message={msg}")
+            print(f"compare: {stage}: FAILED (exit {rc}): {msg}", file=sys.stderr, flush=True)
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, "compare_summary.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(summary) + "\n")
+    rows = render(summary, outdir)
+    print(f"summary lines: {path} (bench/compare.py render {path} {outdir} redraws them)", flush=True)
+    if failed or not any(r["status"] == "ok" for r in rows):
+        sys.exit(1)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="Every stage at one shape: table, Markdown, SVG.")
+    sub = ap.add_subparsers(dest="mode", required=True)
+    r = sub.add_parser("run", help="run every built stage (needs a GPU), then render")
+    r.add_argument("--shape", default=BLOG_SHAPE, help="BxHxSxD (default the blog's 8x16x1024x64)")
+    r.add_argument("--outdir", default=os.path.join(ROOT, "traces"), help="default traces/")
+    g = sub.add_parser("render", help="render saved summary lines (no GPU needed)")
+    g.add_argument("summary_file")
+    g.add_argument("outdir")
+    a = ap.parse_args(argv)
+    if a.mode == "run":
+        shape = a.shape.strip().lower()
+        if not SHAPE_RE.match(shape):
+            die(f"--shape '{a.shape}' is not BxHxSxD with positive integers (e.g. {BLOG_SHAPE})")
+        run_stages(shape, a.outdir)
+    else:
+        try:
+            with open(a.summary_file, encoding="utf-8") as f:
+                lines = f.readlines()
+        except OSError as e:
+            die(f"cannot read {a.summary_file}: {e.strerror}")
+        render(lines, a.outdir)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""peers.py: our six stages beside their PyTorch peers, same shapes, same timing, ratios.
+
+    python3 bench/peers.py [--shapes 8x16x1024x64,4x16x2048x64,2x16x4096x128] [--out traces/peers.md]
+
+Runs on the GPU machine, where PyTorch is installed; elsewhere (no PyTorch, or no CUDA device)
+it prints why and exits 0. Pairs (DESIGN.md, "Performance"):
+    01_naive     <-> naive        the blog's module: Q@Kᵀ, * scale, masked_fill (out of place, the
+                                  causal mask built once), softmax, @V
+    02_inplace   <-> naive-inplace  the same with masked_fill_
+    03_math      <-> SDPA math     F.scaled_dot_product_attention(is_causal=True) under
+    04_efficient <-> SDPA efficient  torch.nn.attention.sdpa_kernel(SDPBackend.X)
+    05_flash     <-> SDPA flash
+    06_cudnn     <-> SDPA cuDNN
+Inputs are bf16 [batch, heads, seq, head_dim]. Our side is `./NN_x/run --quiet --trace none
+--check-rows 64` at the shape; its summary line gives gpu_us and cpu_us. The peers are timed here
+the way common/run.c times a stage: after 3 warm-up calls, CUDA events around 20 back-to-back calls
+(the queue kept full), GPU time per call = elapsed / 20, median over 10 such batches (stopping after
+3 once 2 s have passed, for slow calls); host time per call = median wall time of one call's
+Python dispatch inside those batches (no synchronization inside a batch). The sdpa_kernel context
+is entered once around all of a peer's calls. FLOPs = 4·B·H·S²·D / 2 (causal).
+Prints one table per shape (flushed as it goes) and writes them to traces/peers.md.
+Exit status: 0; 1 when one of our stages failed its run (check or CUDA error); 2 on bad flags.
+"""
+import argparse
+import contextlib
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHAPES = "8x16x1024x64,4x16x2048x64,2x16x4096x128"
+SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)$")
+PAIRS = [("01_naive", "naive"), ("02_inplace", "naive-inplace"), ("03_math", "SDPA math"),
+         ("04_efficient", "SDPA efficient"), ("05_flash", "SDPA flash"), ("06_cudnn", "SDPA cuDNN")]
+WARMUP, CALLS, BATCHES, MIN_BATCHES, BUDGET_S = 3, 20, 10, 3, 2.0   # as common/run.c
+STAGE_TIMEOUT_S = 300
+
+
+def say(*args):
+    print(*args, flush=True)
+
+
+def flops(b, h, s, d):
+    """FlashAttention's convention, 4·B·H·S²·D, halved for causal."""
+    return 2.0 * b * h * s * s * d
+
+
+# ---- our side --------------------------------------------------------------------------------
+
+def ensure_built():
+    """Build missing stages once with `make all`; returns {stage: note} for those still missing."""
+    missing = [s for s, _ in PAIRS if not os.access(os.path.join(ROOT, s, "run"), os.X_OK)]
+    if missing:
+        say(f"peers: {', '.join(missing)} not built: running make all")
+        p = subprocess.run(["make", "-j", str(os.cpu_count() or 4), "all"], cwd=ROOT,
+                           stdout=sys.stderr, stderr=sys.stderr)
+        if p.returncode != 0:
+            say(f"peers: make all failed (exit {p.returncode}); stages not built are skipped")
+    return {s: f"./{s}/run not built (make {s})" for s, _ in PAIRS
+            if not os.access(os.path.join(ROOT, s, "run"), os.X_OK)}
+
+
+def run_ours(stage, shape):
+    """(fields, note, failed): our stage's summary fields, or None and why; failed is True when
+    the stage ran and failed (exit 1, a timeout), not when it refused the shape (exit 2)."""
+    b, h, s, d = shape
+    cmd = [os.path.join(ROOT, stage, "run"), "--quiet", "--trace", "none", "--check-rows", "64",
+           "--batch", str(b), "--heads", str(h), "--seq", str(s), "--head-dim", str(d)]
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=STAGE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {STAGE_TIMEOUT_S} s", True
+    err = [x for x in p.stderr.splitlines() if x.strip()]
+    msg = err[-1].strip() if err else ""
+    lines = [x for x in p.stdout.splitlines() if x.startswith("result ")]
+    if p.returncode == 2:
+        return None, f"not supported: {msg}", False
+    if p.returncode != 0 or not lines:
+        return None, f"FAILED (exit {p.returncode}): {msg or 'no summary line'}", True
+    fields = dict(tok.split("=", 1) for tok in lines[-1].split()[1:] if "=" in tok)
+    return fields, "", False
+
+
+# ---- the peers -------------------------------------------------------------------------------
+
+def make_peers(torch, q, k, v):
+    """{peer name: (forward with no arguments, context to enter around its calls)}."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    class NaiveCausalAttention(torch.nn.Module):
+        """The blog's naive module: O = softmax(Q·Kᵀ·scale, masked by the causal mask)·V, every
+        step a separate eager op; `inplace` applies the mask with masked_fill_ (04_b)."""
+
+        def __init__(self, head_dim, inplace):
+            super().__init__()
+            self.scale = 1.0 / math.sqrt(head_dim)
+            self.inplace = inplace
+
+        def forward(self, q, k, v, mask):
+            scores = torch.matmul(q, k.transpose(-2, -1))
+            scores = scores * self.scale
+            if self.inplace:
+                scores.masked_fill_(mask, float("-inf"))
+            else:
+                scores = scores.masked_fill(mask, float("-inf"))
+            return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+    seq, d = q.shape[-2], q.shape[-1]
+    mask = torch.triu(torch.ones(seq, seq, device=q.device, dtype=torch.bool), diagonal=1)
+    naive = NaiveCausalAttention(d, False).to(q.device, dtype=q.dtype).eval()
+    inplace = NaiveCausalAttention(d, True).to(q.device, dtype=q.dtype).eval()
+
+    def sdpa():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    return {
+        "naive": (lambda: naive(q, k, v, mask), contextlib.nullcontext),
+        "naive-inplace": (lambda: inplace(q, k, v, mask), contextlib.nullcontext),
+        "SDPA math": (sdpa, lambda: sdpa_kernel(SDPBackend.MATH)),
+        "SDPA efficient": (sdpa, lambda: sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION)),
+        "SDPA flash": (sdpa, lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)),
+        "SDPA cuDNN": (sdpa, lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)),
+    }
+
+
+def time_peer(torch, fn):
+    """(gpu_us, cpu_us, output): common/run.c's timing applied to fn (see the module doc)."""
+    out = None
+    for _ in range(WARMUP):
+        out = fn()
+    torch.cuda.synchronize()
+    ev0 = torch.cuda.Event(enable_timing=True)
+    ev1 = torch.cuda.Event(enable_timing=True)
+    gpu, cpu = [], []
+    start = time.perf_counter()
+    b = 0
+    while b < BATCHES and (b < MIN_BATCHES or time.perf_counter() - start < BUDGET_S):
+        ev0.record()
+        for _ in range(CALLS):
+            t0 = time.perf_counter()
+            fn()
+            cpu.append((time.perf_counter() - t0) * 1e6)
+        ev1.record()
+        ev1.synchronize()
+        gpu.append(ev0.elapsed_time(ev1) * 1e3 / CALLS)
+        b += 1
+    return statistics.median(gpu), statistics.median(cpu), out
+
+
+def rel_l2(torch, a, ref):
+    a, ref = a.float(), ref.float()
+    return (torch.linalg.vector_norm(a - ref) / torch.linalg.vector_norm(ref)).item()
+
+
+# ---- tables ----------------------------------------------------------------------------------
+
+HEAD = ["stage", "peer", "ours µs", "peer µs", "ours/peer", "our TFLOP/s", "peer TFLOP/s",
+        "our host µs", "peer host µs"]
+
+
+def row_cells(r, fl):
+    ours, peer = r.get("gpu_us"), r.get("peer_gpu_us")
+
+    def num(x, fmt="{:.1f}"):
+        return fmt.format(x) if isinstance(x, float) else "-"
+
+    return [r["stage"], r["peer"], num(ours), num(peer),
+            num(ours / peer, "{:.2f}") if ours and peer else "-",
+            num(fl / ours * 1e-6 if ours else None), num(fl / peer * 1e-6 if peer else None),
+            num(r.get("cpu_us")), num(r.get("peer_cpu_us"))]
+
+
+def text_table(rows, fl):
+    body = [HEAD] + [row_cells(r, fl) for r in rows]
+    w = [max(len(x[c]) for x in body) for c in range(len(HEAD))]
+    lines = []
+    for i, x in enumerate(body):
+        lines.append("  ".join([x[0].ljust(w[0]), x[1].ljust(w[1])] +
+                               [x[c].rjust(w[c]) for c in range(2, len(x))]))
+        if i == 0:
+            lines.append("-" * len(lines[0]))
+    return lines + [f"{r['stage']}: {r['note']}" for r in rows if r.get("note")]
+
+
+def md_table(rows, fl):
+    out = ["| " + " | ".join(HEAD) + " |", "|:---|:---|" + "---:|" * (len(HEAD) - 2)]
+    out += ["| " + " | ".join(row_cells(r, fl)) + " |" for r in rows]
+    notes = [f"- {r['stage']}: {r['note']}" for r in rows if r.get("note")]
+    return out + ([""] + notes if notes else [])
+
+
+# ---- main ------------------------------------------------------------------------------------
+
+def parse_shapes(text):
+    shapes = []
+    for part in text.split(","):
+        m = SHAPE_RE.match(part.strip().lower())
+        if not m:
+            print(f"peers: --shapes: '{part}' is not BxHxSxD with positive integers", file=sys.stderr)
+            sys.exit(2)
+        shapes.append(tuple(int(x) for x in m.groups()))
+    return shapes
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="Our stages beside their PyTorch peers.")
+    ap.add_argument("--shapes", default=SHAPES, help=f"comma-separated BxHxSxD (default {SHAPES})")
+    ap.add_argument("--out", default=os.path.join(ROOT, "traces", "peers.md"),
+                    help="Markdown tables (default traces/peers.md)")
+    a = ap.parse_args(argv)
+    shapes = parse_shapes(a.shapes)
+
+    try:
+        import torch
+    except ImportError as e:
+        say(f"peers: PyTorch is not installed here ({e}); bench/peers.py runs on the GPU machine "
+            "where it is (pip install torch). Nothing to compare.")
+        return 0
+    if not torch.cuda.is_available():
+        say(f"peers: PyTorch {getattr(torch, '__version__', '?')} sees no CUDA device; "
+            "bench/peers.py runs on the GPU machine. Nothing to compare.")
+        return 0
+
+    missing = ensure_built()
+    dev = torch.cuda.get_device_name(0)
+    cudnn_v = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    header = (f"{dev}, PyTorch {torch.__version__}, cuDNN {cudnn_v}; GPU µs per call with the "
+              f"queue kept full (median of batches of {CALLS}), host µs per call (median).")
+    say(f"peers: {header}")
+    md = ["# Our stages beside their PyTorch peers", "",
+          f"{header} Ratio = ours / peer (below 1: ours is faster). FLOPs 4·B·H·S²·D/2.", ""]
+    failed = False
+    torch.manual_seed(0)
+    for shape in shapes:
+        b, h, s, d = shape
+        name = "x".join(map(str, shape))
+        fl = flops(*shape)
+        rows = []
+        say(f"\npeers: {name} (batch x heads x seq x head_dim)")
+        q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        peers = make_peers(torch, q, k, v)
+        ref = None
+        with torch.no_grad():
+            for stage, peer in PAIRS:
+                r = {"stage": stage, "peer": peer}
+                notes = []
+                if stage in missing:
+                    notes.append(missing[stage])
+                else:
+                    fields, note, bad = run_ours(stage, shape)
+                    failed |= bad
+                    if fields:
+                        r["gpu_us"], r["cpu_us"] = float(fields["gpu_us"]), float(fields["cpu_us"])
+                    else:
+                        notes.append(f"ours {note}")
+                fn, ctx = peers[peer]
+                try:
+                    with ctx():
+                        r["peer_gpu_us"], r["peer_cpu_us"], out = time_peer(torch, fn)
+                    if ref is None:
+                        ref = out              # the naive peer: the check for the others
+                    else:
+                        err = rel_l2(torch, out, ref)
+                        if not err <= 2e-2:
+                            notes.append(f"peer {peer} differs from naive: rel_l2 {err:.2e}")
+                except RuntimeError as e:
+                    notes.append(f"peer {peer} not available: {str(e).splitlines()[0][:200]}")
+                torch.cuda.empty_cache()
+                r["note"] = "; ".join(notes)
+                rows.append(r)
+                c = row_cells(r, fl)
+                say(f"peers: {name} {stage}: ours {c[2]} µs, {peer} {c[3]} µs, ratio {c[4]}"
+                    + (f" ({r['note']})" if r["note"] else ""))
+        del q, k, v, peers, ref
+        torch.cuda.empty_cache()
+        say("")
+        for line in text_table(rows, fl):
+            say(line)
+        md += [f"## {name}", ""] + md_table(rows, fl) + [""]
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w", encoding="utf-8") as f:
+        f.write("\n".join(md))
+    say(f"\npeers: wrote {a.out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

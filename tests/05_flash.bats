@@ -1,0 +1,140 @@
+#!/usr/bin/env bats
+# 05_flash: one kernel, one sweep over K and V; the online softmax rescales the output
+# accumulator (FlashAttention-2's work split, mma.sync m16n8k16, ldmatrix, cp.async).
+#
+# Per step: exactly one kernel, flash_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_sm80, no
+# copy, no memset, no device memory beyond Q, K, V, O. head_dim 64 and 128 only.
+load helpers
+
+# The kernel of each head_dim, with its tile shape (05_flash/flash.cu, FLASH_D*_BLOCK_*).
+D64_KERNEL='flash_fwd_bf16_causal_128x64_d64_sm80'
+D128_KERNEL='flash_fwd_bf16_causal_128x32_d128_sm80'
+
+setup() {
+    require_gpu
+}
+
+kernel_for() {
+    if [ "$1" = 64 ]; then echo "$D64_KERNEL"; else echo "$D128_KERNEL"; fi
+}
+
+# The trace holds the 3 active steps' kernels, all of them this head_dim's flash kernel.
+assert_flash_kernels() {
+    local names
+    names=$(trace_query "$TRACE" kernels)
+    printf 'kernels:\n%s\n' "$names"
+    [ "$(printf '%s\n' "$names" | grep -c .)" -eq 3 ]
+    [ "$(printf '%s\n' "$names" | grep -c "^$(kernel_for "$1")(")" -eq 3 ]
+    [ "$(trace_query "$TRACE" launch-apis | grep -c '^cudaLaunchKernel$')" -eq 3 ]
+}
+
+# shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; one kernel per step, no copy,
+# no extra bytes, a valid trace with the named kernel.
+shape_case() {
+    run_stage 05_flash --batch "$1" --heads "$2" --seq "$3" --head-dim "$4" --check-rows all
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    [ "$(field shape)" = "$1x$2x$3x$4" ]
+    assert_rel_l2_le 1e-2
+    [ "$(field kernels_per_step)" = 1 ]
+    [ "$(field memcpy_per_step)" = 0 ]
+    [ "$(field extra_bytes)" = 0 ]
+    trace_query "$TRACE" valid
+    assert_flash_kernels "$4"
+    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
+}
+
+@test "05_flash seq 1 head_dim 64: PASS, one kernel" { shape_case 2 3 1 64; }
+@test "05_flash seq 1 head_dim 128: PASS, one kernel" { shape_case 2 3 1 128; }
+@test "05_flash seq 17 head_dim 64: PASS, one kernel" { shape_case 2 3 17 64; }
+@test "05_flash seq 17 head_dim 128: PASS, one kernel" { shape_case 2 3 17 128; }
+@test "05_flash seq 255 head_dim 64: PASS, one kernel" { shape_case 2 3 255 64; }
+@test "05_flash seq 255 head_dim 128: PASS, one kernel" { shape_case 2 3 255 128; }
+@test "05_flash seq 1000 head_dim 64: PASS, one kernel" { shape_case 2 2 1000 64; }
+@test "05_flash seq 1000 head_dim 128: PASS, one kernel" { shape_case 2 2 1000 128; }
+@test "05_flash seq 1024 head_dim 64: PASS, one kernel" { shape_case 2 2 1024 64; }
+@test "05_flash seq 1024 head_dim 128: PASS, one kernel" { shape_case 2 2 1024 128; }
+@test "05_flash seq 4096 head_dim 64: PASS, one kernel" { shape_case 1 1 4096 64; }
+@test "05_flash seq 4096 head_dim 128: PASS, one kernel" { shape_case 1 1 4096 128; }
+
+# The kernel's reduction order is fixed (no atomics, no split over keys), and a missing barrier
+# would show as run-to-run differences: two runs with the same seed agree to the last digit.
+@test "05_flash same seed, same result: rel_l2 and max_abs identical over two runs" {
+    for d in 64 128; do
+        run_stage 05_flash --batch 2 --heads 2 --seq 1000 --head-dim "$d" --seed 7 --check-rows all --quiet
+        [ "$status" -eq 0 ]
+        local rel1 max1
+        rel1=$(field rel_l2); max1=$(field max_abs)
+        run_stage 05_flash --batch 2 --heads 2 --seq 1000 --head-dim "$d" --seed 7 --check-rows all --quiet
+        [ "$status" -eq 0 ]
+        echo "head_dim $d: rel_l2 $rel1 vs $(field rel_l2), max_abs $max1 vs $(field max_abs)"
+        [ -n "$rel1" ] && [ "$rel1" = "$(field rel_l2)" ]
+        [ -n "$max1" ] && [ "$max1" = "$(field max_abs)" ]
+    done
+}
+
+@test "05_flash --poison-q: the NaN stays in its own output row" {
+    for d in 64 128; do
+        run_stage 05_flash --batch 1 --heads 2 --seq 77 --head-dim "$d" --poison-q 5 --check-rows all
+        echo "$output" | tail -n 1
+        [ "$status" -eq 0 ]
+        [ "$(field check)" = PASS ]
+    done
+}
+
+@test "05_flash head_dim 96: exit 2, one line naming the supported head_dims" {
+    run "$ROOT/05_flash/run" --batch 1 --heads 1 --seq 64 --head-dim 96 --trace none
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"head_dim 96 is not supported by 05_flash (supported: 64, 128)"* ]]
+    [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
+}
+
+@test "05_flash default shape: one kernel, grid and block in the details, table and trace" {
+    run_stage 05_flash
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    [ "$(field shape)" = 8x16x1024x64 ]
+    assert_rel_l2_le 1e-2
+    [ "$(field kernels_per_step)" = 1 ]
+    [ "$(field memcpy_per_step)" = 0 ]
+    [ "$(field extra_bytes)" = 0 ]
+    trace_query "$TRACE" valid
+    assert_flash_kernels 64
+    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges _flash_attention_forward)" -eq 3 ]
+    # grid (batch*heads, query tiles of 128 rows), 4 warps, 48 KiB of dynamic shared memory
+    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash_params\): grid \[128, 8, 1\], block \[128, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 49152 B"
+    # the table: its row for the kernel, both footer lines, one summary line
+    printf '%s\n' "$output" | grep -qE "^ +$D64_KERNEL\(flash_params\) "
+    printf '%s\n' "$output" | grep -qE '^Self CPU time total: [0-9.]+(us|ms|s)$'
+    printf '%s\n' "$output" | grep -qE '^Self CUDA time total: [0-9.]+(us|ms|s)$'
+    [ "$(printf '%s\n' "$output" | grep -c '^result ')" -eq 1 ]
+}
+
+# On the H100/H200 (65536 registers and 228 KiB of shared memory per SM): > 128 registers x 128
+# threads leaves room for 2 blocks, shared memory for 4 (d64, 48 KiB) or 3 (d128, 64 KiB): the
+# registers are the limiter, 8 warps of 64 = 12.5%, the occupancy FlashAttention-2 runs at.
+@test "05_flash on compute capability 9.0: 2 blocks/SM, 12.50%, limited by registers" {
+    local cc
+    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' ')
+    [ "$cc" = "9.0" ] || skip "occupancy numbers are for compute capability 9.0 (this GPU: $cc)"
+    for d in 64 128; do
+        run_stage 05_flash --batch 2 --heads 16 --seq 2048 --head-dim "$d"
+        [ "$status" -eq 0 ]
+        printf '%s\n' "$output" | grep -E "^  $(kernel_for "$d")\("
+        printf '%s\n' "$output" | grep -qE "^  $(kernel_for "$d")\(flash_params\): grid \[32, 16, 1\], block \[128, 1, 1\], .*, 2 blocks/SM \(8 warps\), occupancy 12\.50%, limited by registers"
+    done
+}
+
+@test "05_flash 2x16x4096x128: PASS on sampled rows, the d128 kernel" {
+    run_stage 05_flash --batch 2 --heads 16 --seq 4096 --head-dim 128
+    echo "$output" | tail -n 3
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    assert_rel_l2_le 1e-2
+    [ "$(field kernels_per_step)" = 1 ]
+    assert_flash_kernels 128
+}

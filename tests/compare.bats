@@ -1,0 +1,130 @@
+#!/usr/bin/env bats
+# CPU-only: bench/compare.py (`make compare`) renders the stages' summary lines as one table, a
+# Markdown file and an SVG bar chart. tests/data/compare_summary.txt holds canned lines with H200
+# numbers at the blog's shape 8x16x1024x64 (01: 6 activities, 703.8 us, 545 MiB of scores, mask and
+# cuBLAS workspace; 03: 20, 2344.2 us, 1.29 GiB; 06: memset + kernel, 63.4 us, a 256 B workspace).
+load helpers
+
+DATA="$ROOT/tests/data/compare_summary.txt"
+
+render() {
+    OUTDIR="$BATS_TEST_TMPDIR/out"
+    run python3 "$ROOT/bench/compare.py" render "$1" "$OUTDIR"
+    echo "$output"
+}
+
+# row STAGE: the terminal table's row of STAGE (exactly one).
+row() {
+    local r
+    r=$(printf '%s\n' "$output" | grep -E "^$1 ")
+    [ "$(printf '%s\n' "$r" | grep -c .)" -eq 1 ] || { echo "no single row for $1"; return 1; }
+    printf '%s\n' "$r"
+}
+
+# svg_facts FILE: well-formed XML (minidom), then one line per bar: stage ops-text width.
+svg_facts() {
+    python3 - "$1" <<'EOF'
+import sys, xml.dom.minidom
+doc = xml.dom.minidom.parse(sys.argv[1])
+assert doc.documentElement.tagName == "svg", doc.documentElement.tagName
+texts = doc.getElementsByTagName("text") + doc.getElementsByTagName("tspan")
+def text_of(n):
+    return "".join(c.data for c in n.childNodes if c.nodeType == c.TEXT_NODE)
+stages = [text_of(t) for t in texts if t.getAttribute("class") == "stage"]
+ops = [text_of(t) for t in texts if t.getAttribute("class") == "ops"]
+bars = [r for r in doc.getElementsByTagName("rect") if r.getAttribute("class") == "bar"]
+print("bars", len(bars))
+for s, o, b in zip(stages, ops, bars):
+    print(s, o.replace(" ", "_"), b.getAttribute("width"))
+EOF
+}
+
+@test "compare render: one row per stage in stage order, values from the summary lines" {
+    render "$DATA"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"shape 8x16x1024x64"* ]]
+    printf '%s\n' "$output" | grep -qE '^stage +GPU ops/step +GPU µs/step +host µs/call +TFLOP/s +% of peak +extra device memory +rel\. error +idea$'
+    # stage, ops/step, GPU us, host us, TFLOP/s, % of peak, extra memory, rel. error, idea
+    row 01_naive     | grep -qE '^01_naive +6 +703\.8 +41\.7 +24\.4 +2\.5 +545\.0 MiB +3\.112e-03 +cuBLAS bf16 GEMM'
+    row 02_inplace   | grep -qE '^02_inplace +5 +576\.0 +36\.2 +29\.8 +3\.0 +545\.0 MiB +3\.112e-03 +01 with the mask applied in place'
+    row 03_math      | grep -qE '^03_math +20 +2344\.2 +97\.5 +7\.3 +0\.7 +1\.29 GiB +1\.561e-03 +PyTorch.s SDPA math backend'
+    row 04_efficient | grep -qE '^04_efficient +1 +99\.8 +3\.4 +172\.1 +17\.4 +0 +1\.571e-03 +one tiled kernel'
+    row 05_flash     | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +0 +1\.567e-03 +one kernel, one sweep'
+    row 06_cudnn     | grep -qE '^06_cudnn +2 +63\.4 +5\.1 +271\.0 +27\.4 +256 B +1\.585e-03 +cuDNN 9 backend API'
+    # exactly six stage rows, in order; the "cudnn: " lines of the canned file are not rows
+    [ "$(printf '%s\n' "$output" | grep -oE '^0[1-6]_[a-z]+' | tr '\n' ' ')" = \
+      "01_naive 02_inplace 03_math 04_efficient 05_flash 06_cudnn " ]
+    [ "$(printf '%s\n' "$output" | grep -c '^cudnn' || true)" -eq 0 ]
+}
+
+@test "compare render: traces-style compare.md holds the same table in Markdown" {
+    render "$DATA"
+    [ "$status" -eq 0 ]
+    md="$OUTDIR/compare.md"
+    [ -f "$md" ]
+    cat "$md"
+    grep -qxF '| stage | idea | GPU ops/step | GPU µs/step | host µs/call | TFLOP/s | % of peak | extra device memory | rel. error |' "$md"
+    grep -qxF '|:---|:---|---:|---:|---:|---:|---:|---:|---:|' "$md"
+    grep -qE '^\| `01_naive` \| cuBLAS bf16 GEMM .* \| 6 \| 703\.8 \| 41\.7 \| 24\.4 \| 2\.5 \| 545\.0 MiB \| 3\.112e-03 \|$' "$md"
+    grep -qE '^\| `03_math` \| .* \| 20 \| 2344\.2 \| 97\.5 \| 7\.3 \| 0\.7 \| 1\.29 GiB \| 1\.561e-03 \|$' "$md"
+    grep -qE '^\| `05_flash` \| .* \| 1 \| 103\.4 \| 3\.8 \| 166\.1 \| 16\.8 \| 0 \| 1\.567e-03 \|$' "$md"
+    grep -qE '^\| `06_cudnn` \| .* \| 2 \| 63\.4 \| 5\.1 \| 271\.0 \| 27\.4 \| 256 B \| 1\.585e-03 \|$' "$md"
+    [ "$(grep -cE '^\| `0[1-6]_' "$md")" -eq 6 ]
+    grep -qF '](compare.svg)' "$md"
+}
+
+@test "compare render: compare.svg is well-formed XML, one bar per stage, the counts on the bars" {
+    render "$DATA"
+    [ "$status" -eq 0 ]
+    run svg_facts "$OUTDIR/compare.svg"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "bars 6" ]
+    [ "$(printf '%s\n' "${lines[@]:1}" | cut -d' ' -f1-2 | tr '\n' ' ')" = \
+      "01_naive 6_ops/step 02_inplace 5_ops/step 03_math 20_ops/step 04_efficient 1_ops/step 05_flash 1_ops/step 06_cudnn 2_ops/step " ]
+    # log axis: bar lengths ordered as the times (03 > 01 > 02 > 05 > 04 > 06)
+    [ "$(printf '%s\n' "${lines[@]:1}" | sort -k3,3 -g -r | cut -d' ' -f1 | tr '\n' ' ')" = \
+      "03_math 01_naive 02_inplace 05_flash 04_efficient 06_cudnn " ]
+    grep -qF '703.8 µs' "$OUTDIR/compare.svg"
+    grep -qF '>10 µs<' "$OUTDIR/compare.svg"
+    grep -qF '>10 ms<' "$OUTDIR/compare.svg"
+}
+
+@test "compare render: a stage that refused the shape is listed as not supported, with its message" {
+    sed -e 's/^result stage=04_efficient .*/unsupported stage=04_efficient shape=8x16x1024x64 exit=2 message=head_dim 96 is not supported by 04_efficient (supported: 64, 128)/' \
+        "$DATA" > "$BATS_TEST_TMPDIR/summary.txt"
+    render "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$status" -eq 0 ]
+    row 04_efficient | grep -qE '^04_efficient +not supported +one tiled kernel'
+    printf '%s\n' "$output" | grep -qxF '04_efficient: not supported at 8x16x1024x64: head_dim 96 is not supported by 04_efficient (supported: 64, 128)'
+    grep -qF -- '- 04_efficient: not supported at 8x16x1024x64: head_dim 96 is not supported' "$OUTDIR/compare.md"
+    run svg_facts "$OUTDIR/compare.svg"
+    echo "$output"
+    [ "${lines[0]}" = "bars 5" ]
+    grep -qF '>not supported<' "$OUTDIR/compare.svg"
+}
+
+@test "compare: bad input -> exit 2 with one line" {
+    run python3 "$ROOT/bench/compare.py" run --shape 8x16
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [[ "$output" == "compare: --shape '8x16' is not BxHxSxD"* ]]
+    run python3 "$ROOT/bench/compare.py" render "$BATS_TEST_TMPDIR/missing.txt" "$BATS_TEST_TMPDIR/out"
+    [ "$status" -eq 2 ]
+    [[ "$output" == "compare: cannot read "* ]]
+    run python3 "$ROOT/bench/compare.py" render /dev/null "$BATS_TEST_TMPDIR/out"
+    [ "$status" -eq 2 ]
+    [[ "$output" == "compare: no summary lines"* ]]
+}
+
+@test "compare run without a GPU: a clear message, exit 2, nothing written" {
+    if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+        skip "a GPU is present (the no-GPU path is tested where there is none)"
+    fi
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    run python3 "$ROOT/bench/compare.py" run --outdir "$BATS_TEST_TMPDIR/out"
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"compare: no CUDA device"*"runs the stages on a GPU machine"* ]]
+    [ ! -e "$BATS_TEST_TMPDIR/out" ]
+}
