@@ -66,7 +66,7 @@
 #define FLASH_D128_BLOCK_M 128
 #endif
 #ifndef FLASH_D128_BLOCK_N
-#define FLASH_D128_BLOCK_N 32
+#define FLASH_D128_BLOCK_N 48
 #endif
 #ifndef FLASH_D128_Q_IN_REGS
 #define FLASH_D128_Q_IN_REGS 0
@@ -134,8 +134,8 @@ static __device__ __forceinline__ void load_tile_async(uint32_t s_tile, const __
 
 /* Top of key-tile iteration n, for all 128 threads of the block: tile n has landed (it is the
  * only copy group in flight) and every warp is done with tile n-1, whose buffers the copies of
- * tile n+1 (if any) now overwrite. Exactly one __syncthreads and one commit per call, so every
- * warp, whichever of the loops below it is in, makes the same sequence of barriers. */
+ * tile n+1 (if any) now overwrite. Called by every thread, once per key tile of the block:
+ * one __syncthreads, one commit group (possibly empty). */
 template <int D, int BN>
 static __device__ __forceinline__ void key_tile_arrive(int n, int n_end, uint32_t sK, uint32_t sV,
                                                        const __nv_bfloat16 *k,

@@ -8,7 +8,7 @@ load helpers
 
 # The kernel of each head_dim, with its tile shape (05_flash/flash.cu, FLASH_D*_BLOCK_*).
 D64_KERNEL='flash_fwd_bf16_causal_128x64_d64_sm80'
-D128_KERNEL='flash_fwd_bf16_causal_128x32_d128_sm80'
+D128_KERNEL='flash_fwd_bf16_causal_128x48_d128_sm80'
 
 setup() {
     require_gpu
