@@ -39,6 +39,7 @@
 
 #include "check.h"
 #include "harness.h"
+#include "mma_sm80.cuh"
 
 #define TILE_Q 64                 /* query rows per block (Br) */
 #define TILE_K 64                 /* keys per K/V tile (Bc) */
@@ -57,72 +58,7 @@ typedef struct {
     float scale_log2;  /* c = scale · log2(e), scale = 1/sqrt(head_dim) */
 } fmha_params;
 
-/* ---- small PTX wrappers -------------------------------------------------------------------- */
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-/* 16-byte async copy global → shared (L2 only). src_bytes = 16 copies, 0 writes 16 zero bytes. */
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                 :: "r"(dst), "l"(src), "r"(src_bytes));
-}
-
-/* Close this thread's pending copies into one group. */
-__device__ __forceinline__ void cp_async_commit(void)
-{
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-
-/* Wait until all of this thread's copies have landed (other warps: add __syncthreads()). */
-__device__ __forceinline__ void cp_async_wait_all(void)
-{
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
-
-/* Four 8×8 bf16 matrices from shared memory; lane 8i+r gives the address of row r of matrix i,
- * register i receives matrix i: lane (g,t) gets row g, columns 2t and 2t+1. */
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-/* The same, transposed: lane (g,t) gets rows 2t and 2t+1 of column g. */
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-/* c (16×8 fp32) += a (16×16 bf16, row) · b (16×8 bf16, col), one warp. */
-__device__ __forceinline__ void mma_bf16_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* Two floats → one register of two bf16, lo in bits 15:0 (the lower column). cvt puts its first
- * source operand in the upper half, hence (hi, lo). */
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
-{
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-
-/* 2^x on the special-function unit; exp2(−inf) = 0. */
-__device__ __forceinline__ float exp2_fast(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
+/* ---- quad reductions (the PTX wrappers are in common/mma_sm80.cuh) ------------------------ */
 
 /* A row of S is spread over the 4 lanes of a quad: reduce across them. */
 __device__ __forceinline__ float quad_max(float x)
@@ -275,8 +211,8 @@ __device__ __forceinline__ void update_row_stats(const float s[8][4], float m[2]
         float sum = 0.f;
 #pragma unroll
         for (int j = 0; j < 8; ++j)
-            sum += exp2_fast(fmaf(s[j][2 * h], c, -mc)) + exp2_fast(fmaf(s[j][2 * h + 1], c, -mc));
-        l[h] = l[h] * exp2_fast(m[h] * c - mc) + sum;
+            sum += exp2_approx(fmaf(s[j][2 * h], c, -mc)) + exp2_approx(fmaf(s[j][2 * h + 1], c, -mc));
+        l[h] = l[h] * exp2_approx(m[h] * c - mc) + sum;
         m[h] = m_new;
     }
 }
@@ -301,10 +237,10 @@ __device__ __forceinline__ void scores_to_probs(uint32_t pa[4][4], const float s
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
         const float *lo = s[2 * kk], *hi = s[2 * kk + 1];
-        pa[kk][0] = pack_bf16x2(exp2_fast(fmaf(lo[0], c, -lse2[0])), exp2_fast(fmaf(lo[1], c, -lse2[0])));
-        pa[kk][1] = pack_bf16x2(exp2_fast(fmaf(lo[2], c, -lse2[1])), exp2_fast(fmaf(lo[3], c, -lse2[1])));
-        pa[kk][2] = pack_bf16x2(exp2_fast(fmaf(hi[0], c, -lse2[0])), exp2_fast(fmaf(hi[1], c, -lse2[0])));
-        pa[kk][3] = pack_bf16x2(exp2_fast(fmaf(hi[2], c, -lse2[1])), exp2_fast(fmaf(hi[3], c, -lse2[1])));
+        pa[kk][0] = pack_bf16x2(exp2_approx(fmaf(lo[0], c, -lse2[0])), exp2_approx(fmaf(lo[1], c, -lse2[0])));
+        pa[kk][1] = pack_bf16x2(exp2_approx(fmaf(lo[2], c, -lse2[1])), exp2_approx(fmaf(lo[3], c, -lse2[1])));
+        pa[kk][2] = pack_bf16x2(exp2_approx(fmaf(hi[0], c, -lse2[0])), exp2_approx(fmaf(hi[1], c, -lse2[0])));
+        pa[kk][3] = pack_bf16x2(exp2_approx(fmaf(hi[2], c, -lse2[1])), exp2_approx(fmaf(hi[3], c, -lse2[1])));
     }
 }
 
@@ -363,7 +299,7 @@ __device__ __forceinline__ void fmha_fwd_2pass_block(const fmha_params &p)
     load_tile<D>(sQ, Q, q0, p.seq);
     load_tile<D>(buf0, K, 0, p.seq);
     cp_async_commit();
-    cp_async_wait_all();
+    cp_async_wait<0>();
     __syncthreads();
     uint32_t qf[D / 16][4];
     load_q_fragments<D>(qf, sQ, warp, lane);
@@ -380,7 +316,7 @@ __device__ __forceinline__ void fmha_fwd_2pass_block(const fmha_params &p)
         if (n == q_tile)
             mask_scores(s, warp_row0, n * TILE_K, p.seq, lane);
         update_row_stats(s, m, l, c);
-        cp_async_wait_all();   /* tile n+1 has landed ... */
+        cp_async_wait<0>();   /* tile n+1 has landed ... */
         __syncthreads();       /* ... for every warp, and no warp still reads tile n */
     }
     float lse2[2];
@@ -402,13 +338,13 @@ __device__ __forceinline__ void fmha_fwd_2pass_block(const fmha_params &p)
             mask_scores(s, warp_row0, n * TILE_K, p.seq, lane);
         uint32_t pa[4][4];
         scores_to_probs(pa, s, lse2, c);
-        cp_async_wait_all();   /* V tile n has landed; every warp is done with K tile n */
+        cp_async_wait<0>();   /* V tile n has landed; every warp is done with K tile n */
         __syncthreads();
         if (n > 0)
             load_tile<D>(sK, K, (n - 1) * TILE_K, p.seq);
         cp_async_commit();
         accumulate_pv<D>(o, pa, sV, lane);
-        cp_async_wait_all();   /* K tile n-1 has landed; every warp is done with V tile n */
+        cp_async_wait<0>();   /* K tile n-1 has landed; every warp is done with V tile n */
         __syncthreads();
     }
 

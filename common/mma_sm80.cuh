@@ -1,4 +1,5 @@
-/* mma_sm80.cuh: the six sm_80 instructions the flash kernel is built from, as inline PTX.
+/* mma_sm80.cuh: the six sm_80 instructions the tensor-core stages (04_efficient, 05_flash) are
+ * built from, as inline PTX.
  *
  *   cp.async.cg (16 B, zero-fill)   global -> shared without passing through registers
  *   cp.async.commit_group / wait    group the copies, wait for them
@@ -9,16 +10,15 @@
  * plus a plain 32-bit shared store and 16-byte shared load by .shared address (the epilogue).
  *
  * Sources: PTX ISA 9.x, "Warp-level matrix instructions: mma" (fragment layouts of m16n8k16,
- * section 9.7.14.5.8), "ldmatrix" (9.7.14.5.15), "cp.async", "cvt", "ex2". The fragment layouts
- * and the lane -> address formulas are written out in ../shared/notes/mma-attention-facts.md and,
- * for this kernel, in flash.cu. Available on sm_80 and newer (Ampere, Ada, Hopper): the same
+ * section 9.7.14.5.8), "ldmatrix" (9.7.14.5.15), "cp.async", "cvt", "ex2". The lane -> address
+ * formulas for Q, K and V tiles are written out in 04_efficient/efficient.cu and 05_flash/flash.cu. Available on sm_80 and newer (Ampere, Ada, Hopper): the same
  * instructions FlashAttention-2 uses on the H100/H200.
  *
  * Shared-memory addresses are 32-bit offsets in the shared window (smem_addr below), as PTX's
  * .shared state space wants them.
  */
-#ifndef FLASH_MMA_SM80_CUH
-#define FLASH_MMA_SM80_CUH
+#ifndef ATTN_MMA_SM80_CUH
+#define ATTN_MMA_SM80_CUH
 
 #include <stdint.h>
 
