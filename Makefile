@@ -6,12 +6,15 @@ NVCC       := $(CUDA_HOME)/bin/nvcc
 CC         ?= gcc
 BUILD      := build
 
-# Architecture: the GPU present (nvidia-smi's compute capability), else sm_80 and sm_90.
-GPU_CC := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '.[:space:]')
+# Architecture: the GPU present (nvidia-smi's compute capability, used only if it is a plain
+# number >= 80: the stages need sm_80+), else sm_80 and sm_90. PTX of the highest architecture is
+# embedded too, so a newer GPU can JIT-compile it.
+GPU_CC := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '.[:space:]' | grep -xE '[0-9]+' | awk '$$1 >= 80')
 ifneq ($(GPU_CC),)
-ARCH := -gencode arch=compute_$(GPU_CC),code=sm_$(GPU_CC)
+ARCH := -gencode arch=compute_$(GPU_CC),code=sm_$(GPU_CC) -gencode arch=compute_$(GPU_CC),code=compute_$(GPU_CC)
 else
-ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+        -gencode arch=compute_90,code=compute_90
 endif
 
 INC  := -I$(CUDA_HOME)/include -I$(CUDA_HOME)/extras/CUPTI/include -Icommon
@@ -40,11 +43,29 @@ UNIT       := $(BUILD)/common_unit
 .PHONY: all test sanitize compare clean $(STAGES)
 all: $(STAGES) $(UNIT)
 
-$(BUILD)/%.o: %.c $(wildcard common/*.h tests/unit/*.h $(addsuffix /*.h,$(STAGES)))
+# Every object depends on the compiler flags: $(FLAGS_STAMP) holds them and is rewritten (when
+# the makefile is read) only when they change: CI=true adds -Werror, another GPU changes ARCH; such
+# a build recompiles everything, an unchanged one nothing (make -n and -q stay truthful).
+FLAGS_STAMP := $(BUILD)/flags.stamp
+FLAGS_LINE  := $(strip $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS))
+FLAGS_WRITE := mkdir -p $(BUILD) && printf '%s\n' '$(subst ','\'',$(FLAGS_LINE))' > $(FLAGS_STAMP)
+ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(strip $(shell cat $(FLAGS_STAMP) 2>/dev/null)),$(FLAGS_LINE))
+ifneq ($(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword -$(MAKEFLAGS))),)
+.PHONY: $(FLAGS_STAMP)   # make -n / -q: show the rebuild, write nothing
+else
+$(shell $(FLAGS_WRITE))
+endif
+endif
+endif
+$(FLAGS_STAMP):
+	@$(FLAGS_WRITE)
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP) $(wildcard common/*.h tests/unit/*.h $(addsuffix /*.h,$(STAGES)))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu $(wildcard common/*.h $(addsuffix /*.h,$(STAGES)) $(addsuffix /*.cuh,$(STAGES)))
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) $(wildcard common/*.h $(addsuffix /*.h,$(STAGES)) $(addsuffix /*.cuh,$(STAGES)))
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 

@@ -479,7 +479,7 @@ static size_t flash_extra_bytes(const attn_shape *s)
     return 0;                                  /* S and P never leave the chip */
 }
 
-/* Opt the kernel into its dynamic shared memory (96 KiB at head_dim 128 is over the default
+/* Opt the kernel into its dynamic shared memory (80 KiB at head_dim 128 is over the default
  * 48 KiB) and prefer the largest shared-memory carveout, so blocks per SM are limited by
  * registers, not by the L1/shared split. No state. */
 static void *flash_setup(attn_problem *p)

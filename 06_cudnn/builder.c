@@ -17,6 +17,9 @@
 #define BE_SET(desc, attr, type, count, ptr) \
     CUDNN_CHECK(cudnnBackendSetAttribute((desc), attr, type, (count), (ptr)))
 
+/* Room for an engine's numerical and behavior notes (cuDNN 9 defines fewer than 16 of each). */
+#define BE_MAX_NOTES 32
+
 /* ---- arena ------------------------------------------------------------------------------------ */
 
 static void arena_push(be_arena *a, cudnnBackendDescriptor_t d)
@@ -67,9 +70,12 @@ static void reason(cudnnStatus_t s, char *why, size_t why_len)
             *c = ' ';
 }
 
-/* Finalize where cuDNN may refuse: 0 on success, -1 on a NOT_SUPPORTED status (why set); any
- * other failure is a real error and exits 1. */
-static int finalize_or_refuse(cudnnBackendDescriptor_t d, const char *what, char *why, size_t why_len)
+/* Finalize where cuDNN may refuse: 0 on success, -1 on a status of the NOT_SUPPORTED family
+ * (CUDNN_STATUS_NOT_SUPPORTED*, why set). Any other failure (out of memory, internal error, bad
+ * parameter, ...) is a library failure: CUDNN_CHECK's message naming `what` at the caller's line,
+ * exit 1. */
+static int finalize_or_refuse(cudnnBackendDescriptor_t d, const char *what, int line,
+                              char *why, size_t why_len)
 {
     cudnnStatus_t s = cudnnBackendFinalize(d);
     if (s == CUDNN_STATUS_SUCCESS)
@@ -80,7 +86,7 @@ static int finalize_or_refuse(cudnnBackendDescriptor_t d, const char *what, char
     }
     char detail[1024] = {0};
     cudnnGetLastErrorString(detail, sizeof detail);
-    check_fail("cuDNN", what, __FILE__, __LINE__, cudnnGetErrorString(s), detail);
+    check_fail("cuDNN", what, __FILE__, line, cudnnGetErrorString(s), detail);
     return -1;
 }
 
@@ -196,7 +202,7 @@ cudnnBackendDescriptor_t be_op_graph(be_arena *a, cudnnHandle_t handle,
     BE_SET(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n_ops, ops);
     /* A deprecated attribute in cuDNN 9, still set by cudnn-frontend: the device to plan for. */
     BE_SET(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    if (finalize_or_refuse(g, "cudnnBackendFinalize(operation graph)", why, why_len) != 0)
+    if (finalize_or_refuse(g, "cudnnBackendFinalize(operation graph)", __LINE__, why, why_len) != 0)
         return NULL;
     return g;
 }
@@ -209,7 +215,7 @@ int be_heuristics(be_arena *a, cudnnBackendDescriptor_t graph, cudnnBackendHeurM
     cudnnBackendDescriptor_t h = create(a, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     BE_SET(h, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
     BE_SET(h, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-    if (finalize_or_refuse(h, "cudnnBackendFinalize(engine heuristics)", why, why_len) != 0)
+    if (finalize_or_refuse(h, "cudnnBackendFinalize(engine heuristics)", __LINE__, why, why_len) != 0)
         return 0;
 
     /* First call: how many configs; second call: fill pre-created config descriptors. The second
@@ -248,9 +254,9 @@ cudnnBackendDescriptor_t be_plan(be_arena *a, cudnnBackendDescriptor_t cfg, char
     cudnnBackendDescriptor_t plan = NULL;
     CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
     BE_SET(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
-    cudnnStatus_t s = cudnnBackendFinalize(plan);   /* generates + compiles the kernel */
-    if (s != CUDNN_STATUS_SUCCESS) {
-        reason(s, why, why_len);                    /* this config does not work: the caller tries the next */
+    /* Finalizing generates and compiles the kernel. NOT_SUPPORTED*: this config does not work
+     * here, the caller tries the next one; anything else (out of memory, internal error) exits 1. */
+    if (finalize_or_refuse(plan, "cudnnBackendFinalize(execution plan)", __LINE__, why, why_len) != 0) {
         CUDNN_CHECK(cudnnBackendDestroyDescriptor(plan));
         return NULL;
     }
@@ -280,15 +286,16 @@ void be_engine_read(cudnnBackendDescriptor_t cfg, be_engine_info *info)
     CUDNN_CHECK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64,
                                          1, &n, &info->engine));
 
-    cudnnBackendNumericalNote_t num[32];
+    /* n is the number of notes the engine has, which may exceed what fits: read at most BE_MAX_NOTES. */
+    cudnnBackendNumericalNote_t num[BE_MAX_NOTES];
     CUDNN_CHECK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                         32, &n, num));
-    for (int64_t i = 0; i < n; i++)
+                                         BE_MAX_NOTES, &n, num));
+    for (int64_t i = 0; i < n && i < BE_MAX_NOTES; i++)
         info->tensor_core |= num[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
-    cudnnBackendBehaviorNote_t beh[32];
+    cudnnBackendBehaviorNote_t beh[BE_MAX_NOTES];
     CUDNN_CHECK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                                         32, &n, beh));
-    for (int64_t i = 0; i < n; i++)
+                                         BE_MAX_NOTES, &n, beh));
+    for (int64_t i = 0; i < n && i < BE_MAX_NOTES; i++)
         info->runtime_compiled |= beh[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
 
     cudnnBackendDescriptor_t knob[BE_MAX_KNOBS];

@@ -12,9 +12,10 @@
  * stay alive, so an arena lives exactly as long as its plan.
  *
  * Errors: every cuDNN status is checked. A failure exits 1 through CUDNN_CHECK (check.h), with
- * cudnnGetLastErrorString's detail, except where cuDNN *refuses* the problem (a NOT_SUPPORTED status
- * while finalizing the graph or the heuristics, no engine config that finalizes): those helpers
- * return NULL / 0 and write cuDNN's reason into `why`, so the caller can exit 2 (bad input).
+ * cudnnGetLastErrorString's detail, except where cuDNN *refuses* the problem (a status of the
+ * NOT_SUPPORTED family while finalizing the graph, the heuristics or a plan; no engine config
+ * returned): those helpers return NULL / 0 and write cuDNN's reason into `why`, so the caller can
+ * try the next engine config or exit 2 (bad input).
  *
  * Every tensor of the attention graph is rank 4, so the tensor helper takes exactly 4 dims.
  */
@@ -82,7 +83,9 @@ int be_heuristics(be_arena *a, cudnnBackendDescriptor_t graph, cudnnBackendHeurM
                   cudnnBackendDescriptor_t **cfgs, int64_t *offered, char *why, size_t why_len);
 
 /* A finalized execution plan for one engine config (this is where cuDNN generates and compiles the
- * kernel), or NULL with why set if this config does not finalize. */
+ * kernel), or NULL with why set if cuDNN does not support this config (a CUDNN_STATUS_NOT_SUPPORTED*
+ * status: the caller tries the next config). Any other failure (out of memory, internal error)
+ * exits 1 through check_fail, like CUDNN_CHECK. */
 cudnnBackendDescriptor_t be_plan(be_arena *a, cudnnBackendDescriptor_t cfg, char *why, size_t why_len);
 
 /* The device workspace (bytes) a finalized plan needs. */

@@ -11,7 +11,8 @@
  * --rebuild-plan rebuilds graph and plan inside every forward call (again in a
  * "cudnn_build_plan" range): the cost a caller pays without a plan cache. The set-up builds one
  * plan in both modes (it sizes the workspace and prints the engine), so a traced run shows
- * 1 "cudnn_build_plan" range with the cache and 1 + (active steps) with --rebuild-plan.
+ * 1 "cudnn_build_plan" range with the cache and 1 + (active steps) with --rebuild-plan. The set-up
+ * prints the chosen engine on two "cudnn: " lines, except under --quiet.
  *
  * Supported: compute capability 8.0+, head_dim a multiple of 8 up to 256 (cuDNN's SDPA support
  * matrix), cuDNN 9 except 9.10.0/9.10.1 (known-bad SDPA forward, blocked by cudnn-frontend).
@@ -89,7 +90,8 @@ static void bind_pointers(cudnn_state *st, const attn_problem *p)
     st->bound_workspace = st->workspace;
 }
 
-/* Two "cudnn: " lines on stdout: what cuDNN chose, read back from the engine config. */
+/* Two "cudnn: " lines on stdout: what cuDNN chose, read back from the engine config. Not called
+ * under --quiet (p->quiet), where the stage prints nothing on stdout. */
 static void print_plan(const sdpa_plan *plan)
 {
     const size_t v = cudnnGetVersion();
@@ -163,7 +165,8 @@ static void *cudnn_setup(attn_problem *p)
     prof_range_pop();
 
     build_plan(&st->plan, st->handle, &p->shape);
-    print_plan(&st->plan);
+    if (!p->quiet)            /* --quiet: only the harness's summary line on stdout */
+        print_plan(&st->plan);
 
     ensure_workspace(st, st->plan.workspace_bytes);
     p->extra_bytes = (size_t)st->plan.workspace_bytes;

@@ -45,8 +45,9 @@ typedef struct {
 
 /* Builds the graph for shape s on handle's device, asks heuristics mode A for engine configs, and
  * finalizes the first one that works (cudnn-frontend's HEURISTICS_CHOICE policy). If cuDNN refuses
- * the problem (graph not supported, no engine config, none finalizes) it prints one line with
- * cuDNN's reason on stderr and exits 2 (die_usage). Other cuDNN failures exit 1. */
+ * the problem (graph not supported, no engine config, every config's plan NOT_SUPPORTED) it prints
+ * one line with cuDNN's reason (the last config's) on stderr and exits 2 (die_usage). Other cuDNN
+ * failures, a plan finalize out of memory or with an internal error included, exit 1. */
 void sdpa_plan_build(sdpa_plan *p, cudnnHandle_t handle, const attn_shape *s);
 
 /* Destroys the plan and all its descriptors; *p is zeroed. */

@@ -17,7 +17,8 @@ The summary file holds, one per line (other lines are ignored):
     unsupported stage=NN_x shape=BxHxSxD exit=2 message=ONE LINE      (the stage refused the shape)
     failed stage=NN_x shape=BxHxSxD exit=N message=ONE LINE           (check failed or a call failed)
     notbuilt stage=NN_x message=ONE LINE
-Exit status: 0; 1 when a stage failed; 2 on bad input or no CUDA device (one line on stderr).
+Exit status: 0; 1 when a stage failed; 2 on bad input (a --shape the stages' flags refuse, such
+as 99999999999x1x1x1) or no CUDA device: one line on stderr, nothing written.
 Python 3 standard library only.
 """
 import argparse
@@ -300,7 +301,8 @@ def _float(s):
 
 def _ops(r):
     try:
-        return max(int(x) for x in str(r.get("kernels_per_step", "0")).split(","))
+        # "6", or "6-7" when the steps differ (older summary lines: "6,7,6")
+        return max(int(x) for x in re.split(r"[,-]", str(r.get("kernels_per_step", "0"))))
     except ValueError:
         return 0
 
@@ -333,11 +335,30 @@ def one_line(text):
     return lines[-1] if lines else "(no message)"
 
 
+def check_shape_flags(found, shape, values):
+    """Bad input before any run: the first built stage parses the shape flags, then --help stops
+    it (no GPU work). A refusal (exit 2, "--batch: ... out of range") exits 2 with that line."""
+    for stage in found:
+        exe = os.path.join(ROOT, stage, "run")
+        if not os.access(exe, os.X_OK):
+            continue
+        flags = [x for f, v in zip(["--batch", "--heads", "--seq", "--head-dim"], values) for x in (f, v)]
+        try:
+            p = subprocess.run([exe] + flags + ["--help"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        if p.returncode == 2:
+            die(f"--shape {shape}: {one_line(p.stderr)}; nothing was written")
+        return
+
+
 def run_stages(shape, outdir):
     b, h, s, d = SHAPE_RE.match(shape).groups()
     found = stages()
     if not found:
         die(f"no stage directories (NN_x/) under {ROOT}")
+    check_shape_flags(found, shape, [b, h, s, d])
     summary, failed = [], False
     for stage in found:
         exe = os.path.join(ROOT, stage, "run")
@@ -353,9 +374,13 @@ def run_stages(shape, outdir):
         except subprocess.TimeoutExpired:
             rc, out, err = 124, "", f"timed out after {STAGE_TIMEOUT_S} s"
         if rc == 2 and "no CUDA device" in err:
-            die(f"{one_line(err)}. `make compare` runs the stages on a GPU machine; nothing was "
-                "written (bench/compare.py render SUMMARY_FILE OUTDIR renders saved summary lines "
-                "without one)")
+            die(f"{one_line(err)}. `make compare` needs an NVIDIA GPU (it runs the stages on a GPU "
+                "machine); nothing was written (bench/compare.py render SUMMARY_FILE OUTDIR renders "
+                "saved summary lines without one)")
+        if rc == 2 and one_line(err).startswith("--"):
+            # the shared flag parser refused the shape (e.g. --batch out of range): every stage
+            # would say the same; bad input, not a stage that does not support the shape
+            die(f"--shape {shape}: {one_line(err)}; nothing was written")
         idea = idea_from_help(stage)
         if idea:
             summary.append(f"idea stage={stage} text={idea}")

@@ -20,11 +20,31 @@ void check_fail(const char *lib, const char *call, const char *file, int line,
 
 void die_usage(const char *fmt, ...)
 {
+    /* Format into a buffer first, then write it as one line: a newline or other control byte in
+     * the message (a flag typed as $'--fo\no') is escaped (\n, \t, \r, else \xHH). */
+    char small[1024], *msg = small;
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof small) {
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            va_start(ap, fmt);
+            vsnprintf(big, (size_t)n + 1, fmt, ap);
+            va_end(ap);
+            msg = big;
+        } /* else: the message stays cut at sizeof small - 1 bytes */
+    }
+    for (const unsigned char *c = (const unsigned char *)msg; n > 0 && *c; c++) {
+        if (*c == '\n') fputs("\\n", stderr);
+        else if (*c == '\t') fputs("\\t", stderr);
+        else if (*c == '\r') fputs("\\r", stderr);
+        else if (*c < 0x20 || *c == 0x7f) fprintf(stderr, "\\x%02x", *c);
+        else fputc(*c, stderr);
+    }
     fputc('\n', stderr);
+    if (msg != small) free(msg);
     exit(2);
 }
 

@@ -12,17 +12,25 @@ typedef struct {
     attn_shape shape;      /* --batch --heads --seq --head-dim (default 8 16 1024 64, the blog's) */
     int warmup;            /* --warmup: unprofiled calls before the schedule (default 3) */
     int steps;             /* --steps: active profiled steps (default 3, after wait 1 + warm-up 1) */
-    uint64_t seed;         /* --seed (default 0) */
-    size_t check_rows;     /* --check-rows N, or SIZE_MAX for `all` (default 256) */
+    uint64_t seed;         /* --seed, 0 to 2^64 - 1 (default 0) */
+    size_t check_rows;     /* --check-rows N >= 1, or SIZE_MAX for `all` (default 256) */
     char trace[4096];      /* --trace PATH, "none", or "" for traces/NN_x/B_H_S_D.json */
     int quiet;             /* --quiet: no table, only the summary line */
     int poison_q;          /* --poison-q ROW: NaN planted in Q row ROW of (0, 0); -1 = none */
+    int sanitize;          /* environment ATTN_SANITIZE=1 (make sanitize, under compute-sanitizer):
+                            * no profiler, no timing, no trace */
 } run_options;
 
-/* Parses argv into *o. Unknown flags go to stage->parse_flag. --help prints the usage and exits
- * 0; any invalid value prints one line naming the flag and the limit and exits 2. Makes no CUDA
- * call. */
+/* Parses argv (and the environment's ATTN_SANITIZE, which must be unset, 0 or 1) into *o.
+ * Unknown flags go to stage->parse_flag. --help prints the usage and exits 0 (1 if stdout cannot
+ * be written); any invalid value prints one line naming the flag and the limit and exits 2. A
+ * --trace value starting with "--" is refused (it would be the next flag). The trace path itself
+ * is checked by trace_check_path (trace.h). Makes no CUDA call. */
 void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o);
+
+/* Before exiting 0: flushes stdout; if anything written to it failed (a full disk, /dev/full, a
+ * closed pipe) prints one line on stderr and exits 1. */
+void cli_check_stdout(void);
 
 /* The usage text. */
 void cli_usage(FILE *out, const char *prog, const attn_stage *stage);

@@ -37,12 +37,30 @@ static unsigned grid_for(size_t work, unsigned threads)
  *   cuBLAS C := C memory: N x M col-major (ld N)
  * For S = Q·Kᵀ that is the "TN" GEMM (PyTorch's nvjet ..._TNT kernel); for O = P·V the "NN" one. */
 
-void eager_blas_create(eager_blas *b, size_t workspace_bytes)
+int eager_gemm_workspace_allowed(void)
+{
+    const char *env = getenv("ATTN_GEMM_WORKSPACE");
+    if (!env || !*env || strcmp(env, "0") == 0) return 0;
+    if (strcmp(env, "1") == 0) return 1;
+    die_usage("ATTN_GEMM_WORKSPACE=%s: expected 0 (GEMM algorithms without a workspace, the "
+              "default) or 1 (allow a cuBLASLt workspace of up to %zu MiB)", env,
+              EAGER_GEMM_WORKSPACE_BYTES >> 20);
+}
+
+void eager_blas_create(eager_blas *b)
 {
     memset(b, 0, sizeof *b);
+    b->allow_workspace = eager_gemm_workspace_allowed();
     CUBLASLT_CHECK(cublasLtCreate(&b->lt));
-    b->workspace_bytes = workspace_bytes;
-    b->workspace = workspace_bytes ? dev_alloc(workspace_bytes, "cuBLASLt workspace") : NULL;
+}
+
+/* Grows b's workspace to at least bytes (the old buffer is free: nothing has run yet). */
+static void blas_reserve(eager_blas *b, size_t bytes)
+{
+    if (bytes <= b->workspace_bytes) return;
+    dev_free(b->workspace);
+    b->workspace = dev_alloc(bytes, "cuBLASLt workspace");
+    b->workspace_bytes = bytes;
 }
 
 void eager_blas_destroy(eager_blas *b)
@@ -126,7 +144,7 @@ static void print_candidate(const char *label, int i, int picked,
             (double)r->wavesCount);
 }
 
-void eager_bmm_plan(eager_bmm *g, const eager_blas *blas, int batch, int m, int n, int k,
+void eager_bmm_plan(eager_bmm *g, eager_blas *blas, int batch, int m, int n, int k,
                     int b_transposed, int which, const char *label)
 {
     memset(g, 0, sizeof *g);
@@ -146,27 +164,38 @@ void eager_bmm_plan(eager_bmm *g, const eager_blas *blas, int batch, int m, int 
     g->b = make_layout((uint64_t)k, (uint64_t)m, k, batch, stride_a);
     g->c = make_layout((uint64_t)n, (uint64_t)m, n, batch, stride_c);
 
-    /* The memset lesson: every nvjet candidate for S = Q·Kᵀ asks for a 4-byte workspace (a
-     * counter the kernel expects zeroed), so cuBLAS issues a 4-byte memset before every call:
-     * PyTorch shows 7 GPU activities per step on the H200 for that reason. Asking the heuristic
-     * for algorithms that need no workspace at all picks kernels without the counter and the
-     * memset is gone. ATTN_GEMM_WORKSPACE=1 allows the workspace again, to bring it back. */
-    const char *allow_ws = getenv("ATTN_GEMM_WORKSPACE");
-    const int use_ws = allow_ws && strcmp(allow_ws, "1") == 0;
+    /* The memset lesson, measured on the H200 with cuBLAS 13.1 (notes/cublas-on-h200.md): with a
+     * workspace allowed, all 8 heuristic candidates for S = Q·Kᵀ
+     * (nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT, ...) report workspaceSize 4, and cuBLAS
+     * memsets those 4 bytes before every call: one more GPU activity per step (PyTorch's 7 where
+     * the blog's A100 shows 6). P·V's first candidate needs 0. Asking for algorithms with a
+     * workspace limit of 0 removes the memset and leaves the time unchanged (706 µs vs 708 µs
+     * per forward at 8x16x1024x64). So: limit 0 first; a workspace of up to
+     * EAGER_GEMM_WORKSPACE_BYTES only if no algorithm runs without one (the fallback) or with
+     * ATTN_GEMM_WORKSPACE=1, which brings the memset back on purpose. */
     cublasLtMatmulHeuristicResult_t results[HEURISTIC_MAX];
     int found = 0;
-    for (int attempt = use_ws ? 1 : 0; attempt < 2 && found <= 0; attempt++) {
+    uint64_t ws_limit = 0;
+    for (int attempt = blas->allow_workspace ? 1 : 0; attempt < 2 && found <= 0; attempt++) {
         cublasLtMatmulPreference_t pref;
         CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-        uint64_t ws = attempt == 0 ? 0 : blas->workspace_bytes; /* 0 first, the workspace if none */
+        ws_limit = attempt == 0 ? 0 : (uint64_t)EAGER_GEMM_WORKSPACE_BYTES;
         CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(
-            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_limit, sizeof ws_limit));
         /* The alignment preferences stay at their default, 256 bytes: they describe the base
          * pointers (cudaMalloc'd, checked in eager_bmm_run); cuBLASLt sees the leading dimensions
          * and batch strides in the layouts and checks those itself. */
         memset(results, 0, sizeof results);
-        CUBLASLT_CHECK(cublasLtMatmulAlgoGetHeuristic(blas->lt, g->op, g->a, g->b, g->c, g->c,
-                                                      pref, HEURISTIC_MAX, results, &found));
+        found = 0;
+        /* No algorithm within the limit can show as found == 0 or as CUBLAS_STATUS_NOT_SUPPORTED:
+         * both mean "try the next limit" (and, after the last, exit 2 below). */
+        const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+            blas->lt, g->op, g->a, g->b, g->c, g->c, pref, HEURISTIC_MAX, results, &found);
+        if (status == CUBLAS_STATUS_NOT_SUPPORTED)
+            found = 0;
+        else if (status != CUBLAS_STATUS_SUCCESS)
+            check_fail("cuBLAS", "cublasLtMatmulAlgoGetHeuristic(...)", __FILE__, __LINE__,
+                       cublasGetStatusString(status), cublasGetStatusName(status));
         CUBLASLT_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     }
     if (found <= 0)
@@ -175,17 +204,21 @@ void eager_bmm_plan(eager_bmm *g, const eager_blas *blas, int batch, int m, int 
     const int pick = gemm_algo_index(which);
     if (pick >= found)
         die_usage("ATTN_GEMM_ALGO: index %d for gemm %s, but cuBLASLt's heuristic offers %d "
-                  "algorithms (0..%d)", pick, label, found, found - 1);
+                  "algorithms (0..%d) with a workspace limit of %llu bytes", pick, label, found,
+                  found - 1, (unsigned long long)ws_limit);
 
     const char *verbose = getenv("ATTN_GEMM_VERBOSE");
     if (verbose && strcmp(verbose, "1") == 0) {
         fprintf(stderr, "gemm %s: batch %d, M %d, N %d, K %d (cuBLAS view: %c%c, m %d n %d k %d), "
-                "%d candidates\n", label, batch, m, n, k, b_transposed ? 'T' : 'N', 'N', n, m, k,
+                "workspace limit %llu B%s, %d candidates\n", label, batch, m, n, k,
+                b_transposed ? 'T' : 'N', 'N', n, m, k, (unsigned long long)ws_limit,
+                ws_limit && !blas->allow_workspace ? " (fallback: none runs without one)" : "",
                 found);
         for (int i = 0; i < found; i++) print_candidate(label, i, i == pick, &results[i]);
     }
     g->algo = results[pick].algo;
     g->workspace_bytes = results[pick].workspaceSize;
+    blas_reserve(blas, g->workspace_bytes);
 }
 
 void eager_bmm_run(const eager_bmm *g, const void *a, const void *b, void *c, cudaStream_t stream)
@@ -193,6 +226,9 @@ void eager_bmm_run(const eager_bmm *g, const void *a, const void *b, void *c, cu
     if ((((uintptr_t)a) | ((uintptr_t)b) | ((uintptr_t)c)) & 255)
         check_fail("eager_ops", "eager_bmm_run", __FILE__, __LINE__,
                    "operands must be 256-byte aligned (cudaMalloc'd)", NULL);
+    if (g->workspace_bytes > g->blas->workspace_bytes)
+        check_fail("eager_ops", "eager_bmm_run", __FILE__, __LINE__,
+                   "the plan needs more workspace than its handle holds", NULL);
     const float alpha = 1.0f, beta = 0.0f;
     CUBLASLT_CHECK(cublasLtMatmul(g->blas->lt, g->op, &alpha, b, g->a, a, g->b, &beta, c, g->c, c,
                                   g->c, &g->algo, g->blas->workspace, g->workspace_bytes, stream));
@@ -409,8 +445,9 @@ int eager_supports(const attn_shape *s, const struct cudaDeviceProp *prop, char 
 
 size_t eager_extra_bytes(const attn_shape *s)
 {
+    (void)eager_gemm_workspace_allowed();   /* a malformed value exits 2 before any allocation */
     const size_t s_elems = (size_t)s->batch * s->heads * s->seq * s->seq;
-    return 2 * s_elems * sizeof(__nv_bfloat16) + (size_t)s->seq * s->seq + EAGER_GEMM_WORKSPACE_BYTES;
+    return 2 * s_elems * sizeof(__nv_bfloat16) + (size_t)s->seq * s->seq;
 }
 
 void *eager_setup(attn_problem *p)
@@ -420,7 +457,7 @@ void *eager_setup(attn_problem *p)
     if (!st) die_usage("eager set-up: %zu bytes of host memory not available", sizeof *st);
     const int bh = s->batch * s->heads;
     st->s_elems = (size_t)bh * s->seq * s->seq;
-    eager_blas_create(&st->blas, EAGER_GEMM_WORKSPACE_BYTES);
+    eager_blas_create(&st->blas);
     st->s_a = dev_alloc(st->s_elems * sizeof(__nv_bfloat16), "score buffer A [batch, heads, seq, seq]");
     st->s_b = dev_alloc(st->s_elems * sizeof(__nv_bfloat16), "score buffer B [batch, heads, seq, seq]");
     st->mask = (unsigned char *)dev_alloc((size_t)s->seq * s->seq, "causal mask [seq, seq]");
@@ -431,7 +468,9 @@ void *eager_setup(attn_problem *p)
 
     eager_bmm_plan(&st->qk, &st->blas, bh, s->seq, s->seq, s->head_dim, 1, 0, "S = Q.K^T");
     eager_bmm_plan(&st->pv, &st->blas, bh, s->seq, s->head_dim, s->seq, 0, 1, "O = P.V");
-    p->extra_bytes = eager_extra_bytes(s);
+    /* The workspace is what the picked algorithms need: 0 by default, 4 bytes on the H200 with
+     * ATTN_GEMM_WORKSPACE=1. */
+    p->extra_bytes = eager_extra_bytes(s) + st->blas.workspace_bytes;
     return st;
 }
 

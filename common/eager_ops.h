@@ -15,10 +15,20 @@
  * the given stream and returns without synchronizing; launch errors exit via CUDA_CHECK.
  *
  * Environment knobs of the GEMM (experiments, read once at set-up):
+ *   ATTN_GEMM_WORKSPACE=0|1   0 (default, also when unset): ask cuBLASLt's heuristic only for
+ *                             algorithms that need no workspace (no buffer is allocated unless no
+ *                             such algorithm exists for a GEMM; then that GEMM falls back to
+ *                             algorithms with a workspace of up to 32 MiB). 1: allow the workspace
+ *                             from the start, as PyTorch does; on the H200 the Q·Kᵀ algorithms then
+ *                             need 4 bytes and cuBLAS memsets them before every call (7 GPU
+ *                             activities per step in 01_naive instead of 6). Other values: exit 2.
  *   ATTN_GEMM_ALGO=i or i,j   index into cuBLASLt's heuristic list for the first (Q·Kᵀ) and
- *                             second (P·V) GEMM plan; one value applies to both. Default 0.
+ *                             second (P·V) GEMM plan; one value applies to both. Default 0. The
+ *                             list is the zero-workspace candidates by default, the candidates
+ *                             with a workspace under ATTN_GEMM_WORKSPACE=1 (or in the fallback).
  *   ATTN_GEMM_VERBOSE=1       print every candidate algorithm (id, tile, stages, split-K,
- *                             reduction, swizzle, cluster, workspace, waves) and the pick, on stderr.
+ *                             reduction, swizzle, cluster, workspace, waves), the pick and the
+ *                             workspace limit asked for, on stderr.
  */
 #ifndef ATTN_EAGER_OPS_H
 #define ATTN_EAGER_OPS_H
@@ -35,15 +45,17 @@
 extern "C" {
 #endif
 
-/* The cuBLASLt workspace, allocated once at set-up and handed to every matmul (32 MiB: the size
- * cuBLAS documents as enough for Hopper). */
+/* The most cuBLASLt workspace a GEMM may ask for when a workspace is allowed (ATTN_GEMM_WORKSPACE=1
+ * or the fallback): 32 MiB, the size cuBLAS documents as enough for Hopper and PyTorch's default.
+ * Only what the picked algorithms need is allocated (4 bytes on the H200), and nothing by default. */
 #define EAGER_GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
 
-/* One cuBLASLt handle and its workspace. */
+/* One cuBLASLt handle and the workspace its plans share. */
 typedef struct {
     cublasLtHandle_t lt;
-    void *workspace;            /* device, workspace_bytes */
-    size_t workspace_bytes;
+    int allow_workspace;        /* ATTN_GEMM_WORKSPACE=1 */
+    void *workspace;            /* device, workspace_bytes; NULL while no plan needs one */
+    size_t workspace_bytes;     /* the most any plan on this handle needs */
 } eager_blas;
 
 /* A planned row-major batched GEMM in bf16 with FP32 accumulation (torch.bmm): for each of
@@ -55,19 +67,28 @@ typedef struct {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;   /* cuBLAS's column-major view (see eager_ops.cu) */
     cublasLtMatmulAlgo_t algo;
-    size_t workspace_bytes;           /* what the chosen algorithm needs (<= the blas workspace) */
+    size_t workspace_bytes;           /* what the chosen algorithm needs (<= the blas workspace);
+                                       * 0 unless ATTN_GEMM_WORKSPACE=1 or the fallback */
     int m, n, k, batch, b_transposed;
 } eager_bmm;
 
-/* Creates the cuBLASLt handle and allocates the workspace (dev_alloc). */
-void eager_blas_create(eager_blas *b, size_t workspace_bytes);
+/* ATTN_GEMM_WORKSPACE: 0 when unset, empty or "0", 1 when "1"; any other value: one line on
+ * stderr, exit 2. */
+int eager_gemm_workspace_allowed(void);
+
+/* Creates the cuBLASLt handle and reads ATTN_GEMM_WORKSPACE (exit 2 if malformed). Allocates
+ * nothing: eager_bmm_plan allocates the workspace when a picked algorithm needs one. */
+void eager_blas_create(eager_blas *b);
 void eager_blas_destroy(eager_blas *b);
 
-/* Plans C = A · op(B) (see eager_bmm). `which` (0, 1, ...) selects this plan's entry of
- * ATTN_GEMM_ALGO; `label` names the GEMM in messages ("S = Q.K^T"). The heuristic assumes
- * 256-byte aligned (cudaMalloc'd) base pointers, which eager_bmm_run checks. No algorithm, or
- * an ATTN_GEMM_ALGO index past the heuristic's list: one line on stderr, exit 2. */
-void eager_bmm_plan(eager_bmm *g, const eager_blas *blas, int batch, int m, int n, int k,
+/* Plans C = A · op(B) (see eager_bmm). Asks cuBLASLt's heuristic for algorithms that need no
+ * workspace (unless blas->allow_workspace), falling back to a workspace of up to
+ * EAGER_GEMM_WORKSPACE_BYTES when there are none; if the picked algorithm needs a workspace larger
+ * than blas's, it grows blas's (dev_alloc; exactly the bytes needed). `which` (0, 1, ...) selects
+ * this plan's entry of ATTN_GEMM_ALGO; `label` names the GEMM in messages ("S = Q.K^T"). The
+ * heuristic assumes 256-byte aligned (cudaMalloc'd) base pointers, which eager_bmm_run checks. No
+ * algorithm, or an ATTN_GEMM_ALGO index past the heuristic's list: one line on stderr, exit 2. */
+void eager_bmm_plan(eager_bmm *g, eager_blas *blas, int batch, int m, int n, int k,
                     int b_transposed, int which, const char *label);
 /* Enqueues C = A · op(B) on stream. a, b: bf16 inputs; c: bf16 output (overwritten, beta = 0). */
 void eager_bmm_run(const eager_bmm *g, const void *a, const void *b, void *c, cudaStream_t stream);
@@ -101,7 +122,8 @@ void eager_causal_mask(unsigned char *mask, int seq, cudaStream_t stream);
  * s_a and s_b, [batch, heads, seq, seq]. A tensor freed in eager code returns its block to the
  * cache and the next tensor of the same size gets it back, so the naive forward never holds more
  * than two score tensors at once; the stages rotate s_a/s_b the same way (their forward says which
- * tensor lives where). Plus the [seq, seq] bool causal mask and the cuBLASLt workspace. */
+ * tensor lives where). Plus the [seq, seq] bool causal mask, and the cuBLASLt workspace only if
+ * a GEMM's algorithm needs one (ATTN_GEMM_WORKSPACE=1 or the fallback; see eager_bmm_plan). */
 typedef struct {
     eager_blas blas;
     eager_bmm qk;               /* S[bh] = Q[bh] · K[bh]ᵀ: M = N = seq, K = head_dim */
@@ -114,10 +136,13 @@ typedef struct {
 /* The stage contract's `supports` for 01, 02 and 03: bf16 (compute capability 8.0 or
  * newer) and batch·heads within cuBLASLt's int32 batch count. */
 int eager_supports(const attn_shape *s, const struct cudaDeviceProp *prop, char *why, size_t why_len);
-/* Device bytes eager_setup allocates: 2 score buffers + mask + cuBLASLt workspace. */
+/* Device bytes eager_setup always allocates: 2 score buffers + mask. The cuBLASLt workspace, if
+ * any, is known only once the GEMMs are planned: eager_setup adds it to p->extra_bytes. Checks
+ * ATTN_GEMM_WORKSPACE early (exit 2 if malformed). */
 size_t eager_extra_bytes(const attn_shape *s);
 /* Allocates, builds the mask (one kernel, inside a "triu" host range) and plans both GEMMs.
- * Returns the state (malloc'd); p->extra_bytes is raised to what was allocated. */
+ * Returns the state (malloc'd); p->extra_bytes is set to what was allocated (score buffers,
+ * mask and the GEMM workspace, 0 bytes of it by default). */
 void *eager_setup(attn_problem *p);
 void eager_teardown(attn_problem *p);
 

@@ -39,6 +39,8 @@ typedef struct {
     const struct cudaDeviceProp *prop;
     void *state;               /* the stage's own, returned by setup */
     size_t extra_bytes;        /* device bytes beyond Q, K, V, O; setup may raise it (a workspace) */
+    int quiet;                 /* --quiet: the stage prints nothing on stdout (the summary line is
+                                * the harness's) */
 } attn_problem;
 
 typedef struct {

@@ -7,8 +7,15 @@
 void ref_softmax_row(const double *s, int n, double *p)
 {
     double m = -INFINITY;
-    for (int j = 0; j < n; j++)
-        if (s[j] > m) m = s[j];
+    int nan_score = 0;
+    for (int j = 0; j < n; j++) {
+        if (isnan(s[j])) nan_score = 1;
+        else if (s[j] > m) m = s[j];
+    }
+    if (nan_score) { /* NaN in, NaN out for the whole row (as PyTorch); NaN > m alone is false */
+        for (int j = 0; j < n; j++) p[j] = NAN;
+        return;
+    }
     if (m == -INFINITY) { /* fully masked row: zeros (PyTorch's safe softmax), not 0/0 */
         for (int j = 0; j < n; j++) p[j] = 0.0;
         return;
@@ -59,6 +66,41 @@ static int cmp_size(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Distinct indices: m of [0, pool), m <= pool / 4, by Floyd's algorithm (Bentley and Floyd, "A
+ * sample of brilliance", CACM 30(9), 1987) with an open-addressing hash set for membership.
+ * Returns 0, or -1 on host out-of-memory. */
+static int sample_floyd(size_t pool, size_t m, uint64_t *state, size_t *out)
+{
+    size_t cap = 16;
+    while (cap < 2 * m) cap *= 2;
+    size_t *set = malloc(cap * sizeof *set);
+    if (!set) return -1;
+    for (size_t i = 0; i < cap; i++) set[i] = SIZE_MAX; /* empty; indices are < pool <= SIZE_MAX */
+    size_t n = 0;
+    for (size_t j = pool - m; j < pool; j++) {
+        size_t t = (size_t)(mix(state) % (j + 1)), slot, pick = t;
+        for (int pass = 0; pass < 2; pass++) { /* t, or j when t is taken (j is never taken) */
+            slot = (size_t)(((uint64_t)pick * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+            while (set[slot] != SIZE_MAX && set[slot] != pick) slot = (slot + 1) & (cap - 1);
+            if (set[slot] == SIZE_MAX) break;
+            pick = j;
+        }
+        set[slot] = pick;
+        out[n++] = pick;
+    }
+    free(set);
+    return 0;
+}
+
+/* Distinct indices: m of [0, pool), by selection sampling (Knuth, TAOCP vol. 2, 3.4.2,
+ * Algorithm S): one pass, index t taken with probability (still needed) / (still left). */
+static void sample_selection(size_t pool, size_t m, uint64_t *state, size_t *out)
+{
+    size_t n = 0;
+    for (size_t t = 0; t < pool && n < m; t++)
+        if (mix(state) % (pool - t) < m - n) out[n++] = t;
+}
+
 size_t ref_pick_rows(const attn_shape *s, size_t n_rows, uint64_t seed, size_t *rows)
 {
     const size_t heads = (size_t)s->batch * s->heads, total = heads * s->seq;
@@ -66,20 +108,37 @@ size_t ref_pick_rows(const attn_shape *s, size_t n_rows, uint64_t seed, size_t *
         for (size_t r = 0; r < total; r++) rows[r] = r;
         return total;
     }
-    /* Fixed rows first: rows 0 and seq-1 of the first, a middle and the last (b, h). */
-    size_t fixed_heads[3] = {0, heads / 2, heads - 1}, n = 0;
-    for (int f = 0; f < 3 && n < n_rows; f++) {
-        size_t base = fixed_heads[f] * s->seq;
-        rows[n++] = base;
-        if (n < n_rows && s->seq > 1) rows[n++] = base + s->seq - 1;
-    }
-    uint64_t state = seed ^ 0x5EEDC0DEull;
-    while (n < n_rows) rows[n++] = mix(&state) % total;
+    if (n_rows == 0) return 0;
+    /* Fixed rows first: rows 0 and seq-1 of the first, a middle and the last (b, h), without
+     * repeats (with one head, or seq = 1, they coincide). */
+    const size_t fixed_heads[3] = {0, heads / 2, heads - 1};
+    size_t n = 0;
+    for (int f = 0; f < 3; f++)
+        for (int end = 0; end < 2; end++) {
+            const size_t r = fixed_heads[f] * s->seq + (end ? (size_t)s->seq - 1 : 0);
+            int seen = 0;
+            for (size_t i = 0; i < n; i++) seen |= rows[i] == r;
+            if (!seen && n < n_rows) rows[n++] = r;
+        }
     qsort(rows, n, sizeof *rows, cmp_size);
-    size_t u = 0; /* drop duplicates */
-    for (size_t i = 0; i < n; i++)
-        if (u == 0 || rows[i] != rows[u - 1]) rows[u++] = rows[i];
-    return u;
+    /* The rest: distinct draws from the other total - n rows, the i-th of them being the i-th
+     * row that is not fixed. */
+    const size_t m = n_rows - n, pool = total - n, n_fixed = n;
+    size_t fixed[6];
+    for (size_t i = 0; i < n_fixed; i++) fixed[i] = rows[i];
+    uint64_t state = seed ^ 0x5EEDC0DEull;
+    if (m == 0) {
+        /* n_rows fixed rows were all it took */
+    } else if (m <= pool / 4) {
+        if (sample_floyd(pool, m, &state, rows + n_fixed) != 0) return 0;
+    } else {
+        sample_selection(pool, m, &state, rows + n_fixed);
+    }
+    for (size_t i = n_fixed; i < n_rows; i++)
+        for (size_t f = 0; f < n_fixed; f++) /* fixed[] ascending: skip past each one at or below */
+            if (fixed[f] <= rows[i]) rows[i]++;
+    qsort(rows, n_rows, sizeof *rows, cmp_size);
+    return n_rows;
 }
 
 check_result ref_check(const attn_shape *s, double scale, const bf16_bits *q, const bf16_bits *k,

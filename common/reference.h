@@ -10,7 +10,8 @@
 #include "tensor.h"
 
 /* Softmax of one row in float64 with the NaN-safe rule of PyTorch's math backend: a row whose
- * scores are all -inf yields all zeros, not NaN. s and p may alias. n >= 0. */
+ * scores are all -inf yields all zeros, not NaN; a row holding a NaN score yields all NaN (as
+ * PyTorch: NaN propagates). s and p may alias. n >= 0. */
 void ref_softmax_row(const double *s, int n, double *p);
 
 /* O row of query `row` of head (b, h), float64: o[d] = sum_j softmax_j(q·k_j·scale) v_j[d] over
@@ -26,10 +27,12 @@ typedef struct {
     size_t nonfinite;    /* elements of O that are NaN or inf (unwritten poison included) */
 } check_result;
 
-/* Picks the rows to check: all of them when n_rows >= batch*heads*seq, else n_rows rows (n_rows
- * >= 1) that always include rows 0 and seq-1 of the first, the last and a middle (b, h), the rest
- * drawn from a generator seeded by seed. Writes flat row indices ((b*heads + h)*seq + i) into
- * rows[] (capacity n_rows, or all) and returns how many. */
+/* Picks the rows to check: all of them when n_rows >= batch*heads*seq, else exactly n_rows
+ * distinct rows that always include rows 0 and seq-1 of the first, the last and a middle (b, h)
+ * (as many of those as n_rows allows), the rest drawn without repeats from a generator seeded by
+ * seed (Floyd's algorithm, or selection sampling when many rows are wanted). Writes the flat row
+ * indices ((b*heads + h)*seq + i), ascending, into rows[] (capacity n_rows, or all) and returns
+ * how many: min(n_rows, batch*heads*seq); 0 for n_rows = 0 or host out-of-memory. */
 size_t ref_pick_rows(const attn_shape *s, size_t n_rows, uint64_t seed, size_t *rows);
 
 /* Compares O (bf16 bits, whole tensor) with the float64 reference on the given rows. */

@@ -9,7 +9,10 @@
  *     forward is one step inside an `attn_fwd` range (profiler.c);
  *  5. gpu_us: CUDA events around 20 back-to-back forwards (the queue kept full), median of
  *     10 batches (3 when a batch is slow), outside the profiler; cpu_us: median host time of one forward call;
- *  6. the table (table.c), the trace (trace.c), the summary line (last line of stdout).
+ *  6. a `check:` line, the table (table.c), the trace (trace.c), the summary line (last line of
+ *     stdout); exit 0, or 1 if stdout could not be written.
+ * The --trace path is checked before the device (trace_check_path). Under ATTN_SANITIZE=1 (make
+ * sanitize) there is no profiler, no timing (gpu_us=0.0 ...) and no trace (trace=none).
  */
 #include <math.h>
 #include <stdio.h>
@@ -63,24 +66,25 @@ static double bf16_peak_tflops(const struct cudaDeviceProp *prop, int device)
     return prop->multiProcessorCount * (khz * 1e3) * per_sm * 1e-12;
 }
 
-/* The number of GPU activities of each active step: "6" when they agree, else "6,7,6". */
+/* The GPU activities (kernels + memcpys + memsets, as the blog counts) and the memcpys of each
+ * active step: "6" when every step agrees, else "min-max" such as "6-7" (fixed length, whatever
+ * the number of steps). len >= 24. */
 static void count_per_step(const profile *p, int steps, char *kernels, char *memcpys, size_t len)
 {
-    int k0 = -1, m0 = -1, same = 1;
-    size_t ko = 0, mo = 0;
+    int kmin = 0, kmax = 0, mmin = 0, mmax = 0;
     for (int s = 1; s <= steps; s++) {
         int k, m, ms;
         prof_count_step(p, s, &k, &m, &ms);
-        k += m + ms; /* all GPU activities, as the blog counts them */
-        if (s == 1) { k0 = k; m0 = m; }
-        else if (k != k0 || m != m0) same = 0;
-        ko += snprintf(kernels + ko, ko < len ? len - ko : 0, "%s%d", s > 1 ? "," : "", k);
-        mo += snprintf(memcpys + mo, mo < len ? len - mo : 0, "%s%d", s > 1 ? "," : "", m);
+        k += m + ms;
+        if (s == 1 || k < kmin) kmin = k;
+        if (s == 1 || k > kmax) kmax = k;
+        if (s == 1 || m < mmin) mmin = m;
+        if (s == 1 || m > mmax) mmax = m;
     }
-    if (same) {
-        snprintf(kernels, len, "%d", k0);
-        snprintf(memcpys, len, "%d", m0);
-    }
+    if (kmin == kmax) snprintf(kernels, len, "%d", kmin);
+    else snprintf(kernels, len, "%d-%d", kmin, kmax);
+    if (mmin == mmax) snprintf(memcpys, len, "%d", mmin);
+    else snprintf(memcpys, len, "%d-%d", mmin, mmax);
 }
 
 /* Poisoned run: the output rows holding a NaN must be exactly row `row` of head (0, 0), all of
@@ -105,11 +109,20 @@ int main(int argc, char **argv)
     cli_parse(argc, argv, stage, &opt);
     const attn_shape *s = &opt.shape;
 
+    /* The trace path, before any GPU work: a bad one fails now, with nothing written. Under
+     * ATTN_SANITIZE=1 there is no profile, hence no trace. */
+    if (opt.sanitize || trace_check_path(opt.trace) == 1) strcpy(opt.trace, "none");
+
     /* The device. cudaGetDeviceCount creates no context, so the profiler can still attach. */
     int n_dev = 0;
     cudaError_t e = cudaGetDeviceCount(&n_dev);
-    if (e != cudaSuccess || n_dev == 0)
-        die_usage("no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || (e == cudaSuccess && n_dev == 0))
+        die_usage("no CUDA device: no NVIDIA GPU or driver found (%s)",
+                  e != cudaSuccess ? cudaGetErrorString(e) : "the driver lists no device");
+    if (e != cudaSuccess) die_usage("no CUDA device: %s", cudaGetErrorString(e));
+    if (opt.sanitize)
+        fprintf(stderr, "note: ATTN_SANITIZE=1: profiler, timing and trace are off (gpu_us, cpu_us, "
+                "tflops and pct_peak read 0; trace=none)\n");
     prof_init();
     const int device = 0;
     struct cudaDeviceProp prop;
@@ -119,17 +132,21 @@ int main(int argc, char **argv)
     if (stage->supports && stage->supports(s, &prop, why, sizeof why) != 0)
         die_usage("%s", why[0] ? why : "this shape is not supported by this stage");
 
-    /* Memory: Q, K, V, O plus the stage's extra bytes must fit. */
-    const size_t elems = (size_t)s->batch * s->heads * s->seq * s->head_dim;
-    const size_t bytes = elems * sizeof(bf16_bits);
+    /* Memory: Q, K, V, O plus the stage's extra bytes must fit. In double: the largest shapes the
+     * flags allow hold more than 2^64 bytes. */
+    const double qkvo_d = 4.0 * s->batch * s->heads * (double)s->seq * s->head_dim * sizeof(bf16_bits);
     const size_t extra = stage->extra_bytes ? stage->extra_bytes(s) : 0;
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    const double need = 4.0 * (double)bytes + (double)extra;
+    const double need = qkvo_d + (double)extra, gib = 1024.0 * 1024.0 * 1024.0;
     if (need > (double)free_b)
-        die_usage("shape %dx%dx%dx%d needs %zu bytes of device memory (Q, K, V, O: %zu; stage: %zu), "
-                  "only %zu free", s->batch, s->heads, s->seq, s->head_dim, (size_t)need,
-                  4 * bytes, extra, free_b);
+        die_usage("shape %dx%dx%dx%d needs %.0f bytes of device memory (%.2f GiB; Q, K, V, O: "
+                  "%.2f GiB, stage: %.2f GiB), only %.2f GiB free", s->batch, s->heads, s->seq,
+                  s->head_dim, need, need / gib, qkvo_d / gib, (double)extra / gib,
+                  (double)free_b / gib);
+    /* From here the sizes fit in device memory, hence in size_t. */
+    const size_t elems = (size_t)s->batch * s->heads * s->seq * s->head_dim;
+    const size_t bytes = elems * sizeof(bf16_bits);
 
     bf16_bits *hq = malloc(bytes), *hk = malloc(bytes), *hv = malloc(bytes), *ho = malloc(bytes);
     if (!hq || !hk || !hv || !ho)
@@ -147,6 +164,7 @@ int main(int argc, char **argv)
     p.prop = &prop;
     p.stream = 0; /* the legacy default stream, as PyTorch's eager launches */
     p.extra_bytes = extra;
+    p.quiet = opt.quiet;
     p.q = dev_alloc(bytes, "Q");
     p.k = dev_alloc(bytes, "K");
     p.v = dev_alloc(bytes, "V");
@@ -170,8 +188,13 @@ int main(int argc, char **argv)
     const size_t total_rows = (size_t)s->batch * s->heads * s->seq;
     size_t want = opt.check_rows < total_rows ? opt.check_rows : total_rows;
     size_t *rows = malloc(sizeof(size_t) * (want + 6));
-    if (!rows) die_usage("--check-rows: %zu rows do not fit in host memory", want);
+    if (!rows)
+        die_usage("--check-rows: %zu rows (%zu bytes of row indices) do not fit in host memory",
+                  want, sizeof(size_t) * (want + 6));
     size_t n_rows = ref_pick_rows(s, want, opt.seed, rows);
+    if (n_rows != want) /* only on host out-of-memory (its sampling set) */
+        die_usage("--check-rows: %zu rows: the sampling set (%zu bytes) does not fit in host memory",
+                  want, 4 * sizeof(size_t) * want);
     if (opt.poison_q >= 0) { /* the poisoned row is checked separately, by poison_rows_ok */
         size_t u = 0;
         for (size_t r = 0; r < n_rows; r++)
@@ -210,8 +233,7 @@ int main(int argc, char **argv)
     prof_finish(&prof); /* synchronizes; from here on nothing is recorded */
     /* Under compute-sanitizer (ATTN_SANITIZE=1, make sanitize) forwards are slow and times
      * meaningless: no timing, and the profile is empty. */
-    const char *sanitize = getenv("ATTN_SANITIZE");
-    const int timing = !(sanitize && strcmp(sanitize, "1") == 0);
+    const int timing = !opt.sanitize;
 
     /* gpu_us and cpu_us, unprofiled. */
     cudaEvent_t ev0, ev1;
@@ -250,11 +272,17 @@ int main(int argc, char **argv)
     info.idea = stage->idea;
     info.shape = *s;
     info.prop = &prop;
-    if (!opt.quiet) table_print(stdout, &prof, &info);
+    if (!opt.quiet) {
+        printf("check: PASS on %zu of %zu query rows against the float64 reference: rel_l2=%.3e "
+               "(bound %.1e), max_abs=%.3e", chk.rows, total_rows, chk.rel_l2, tol, chk.max_abs);
+        if (opt.poison_q >= 0) printf("; poisoned row %d is all NaN, as it must be", opt.poison_q);
+        printf("\n");
+        table_print(stdout, &prof, &info);
+    }
     const int want_trace = strcmp(opt.trace, "none") != 0;
     if (want_trace) trace_write(opt.trace, &prof, &info);
 
-    char kps[128], mps[128];
+    char kps[32], mps[32];
     count_per_step(&prof, opt.steps, kps, mps, sizeof kps);
     printf("result stage=%s shape=%dx%dx%dx%d kernels_per_step=%s memcpy_per_step=%s gpu_us=%.1f "
            "cpu_us=%.1f tflops=%.1f pct_peak=%.1f extra_bytes=%zu rel_l2=%.3e max_abs=%.3e "
@@ -271,5 +299,6 @@ int main(int argc, char **argv)
     prof_free(&prof);
     free(rows);
     free(hq); free(hk); free(hv); free(ho);
+    cli_check_stdout(); /* exit 1 if the table or the summary line could not be written */
     return 0;
 }

@@ -337,10 +337,9 @@ void table_print_kernel_details(FILE *out, const profile *p, const report_info *
             "shared-memory limit; Kineto's estimate where it differs):\n");
     for (size_t j = 0; j < n_seen; j++) {
         const gpu_activity *a = seen[j];
-        char name[TABLE_NAME_WIDTH_MAX + 8];
-        table_truncate_name(a->name, name, sizeof name);
+        /* the full name: only the table's rows mimic torch's cut at 52 characters */
         fprintf(out, "  %s: grid [%d, %d, %d], block [%d, %d, %d], %d registers/thread, "
-                "shared memory %d + %d B%s", name, a->grid[0], a->grid[1], a->grid[2],
+                "shared memory %d + %d B%s", a->name, a->grid[0], a->grid[1], a->grid[2],
                 a->block[0], a->block[1], a->block[2], a->registers, a->static_smem,
                 a->dynamic_smem, a->smem_optin ? " (opt-in)" : "");
         occ_result o;

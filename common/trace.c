@@ -1,5 +1,6 @@
 /* trace.c: the Chrome trace writer (layout in trace.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -33,8 +34,11 @@ void trace_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-int trace_make_parent_dirs(const char *path)
+/* mkdir -p of path's parent. *first_created: the length of the shortest prefix of path that this
+ * call created (its deeper components were created too), or 0 when every directory existed. */
+static int make_parent_dirs(const char *path, size_t *first_created)
 {
+    *first_created = 0;
     char *d = strdup(path);
     if (!d) return -1;
     char *slash = strrchr(d, '/');
@@ -44,7 +48,9 @@ int trace_make_parent_dirs(const char *path)
         if (*q != '/' && *q != '\0') continue;
         const char c = *q;
         *q = '\0';
-        if (mkdir(d, 0777) != 0 && errno != EEXIST) {
+        if (mkdir(d, 0777) == 0) {
+            if (!*first_created) *first_created = (size_t)(q - d);
+        } else if (errno != EEXIST) {
             int e = errno;
             free(d);
             errno = e;
@@ -54,6 +60,87 @@ int trace_make_parent_dirs(const char *path)
         if (c == '\0') break;
     }
     free(d);
+    return 0;
+}
+
+/* Removes the directories make_parent_dirs created (deepest first); errors are ignored. */
+static void remove_created_dirs(const char *path, size_t first_created)
+{
+    if (!first_created) return;
+    char *d = strdup(path);
+    if (!d) return;
+    for (char *slash = strrchr(d, '/'); slash && (size_t)(slash - d) >= first_created;
+         slash = strrchr(d, '/')) {
+        *slash = '\0';
+        if (rmdir(d) != 0) break;
+        if ((size_t)(slash - d) == first_created) break;
+    }
+    free(d);
+}
+
+int trace_make_parent_dirs(const char *path)
+{
+    size_t created;
+    return make_parent_dirs(path, &created);
+}
+
+/* What an existing path is, for the message; NULL for a regular file or a missing path. */
+static const char *non_regular_kind(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) return NULL;
+    if (S_ISLNK(st.st_mode)) return "a symbolic link";
+    if (S_ISDIR(st.st_mode)) return "a directory";
+    if (S_ISFIFO(st.st_mode)) return "a FIFO";
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
+    if (S_ISSOCK(st.st_mode)) return "a socket";
+    return "not a file";
+}
+
+/* 1 if path names /dev/null (same device and inode, symbolic links followed). */
+static int is_dev_null(const char *path)
+{
+    struct stat a, b;
+    return stat(path, &a) == 0 && stat("/dev/null", &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino && S_ISCHR(a.st_mode);
+}
+
+/* "<path>.tmp.<pid>" (malloc'd); exits 1 on host out-of-memory, as the writer's other buffers. */
+static char *tmp_name(const char *path)
+{
+    const size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) { fprintf(stderr, "trace: out of host memory\n"); exit(1); }
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    return tmp;
+}
+
+int trace_check_path(const char *path)
+{
+    if (strcmp(path, "none") == 0 || is_dev_null(path)) return 1;
+    const char *kind = non_regular_kind(path);
+    if (!kind && path[0] && path[strlen(path) - 1] == '/') kind = "a directory name";
+    if (kind)
+        die_usage("--trace %s: not a regular file (%s); give a file path, or none", path, kind);
+    size_t created = 0;
+    if (make_parent_dirs(path, &created) != 0) {
+        int e = errno;
+        remove_created_dirs(path, created);
+        die_usage("--trace %s: cannot create its directory: %s", path, strerror(e));
+    }
+    char *tmp = tmp_name(path);
+    int e = 0;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0) {
+        e = errno;
+    } else {
+        if (write(fd, "{", 1) != 1) e = errno ? errno : EIO;
+        if (close(fd) != 0 && !e) e = errno;
+        unlink(tmp);
+    }
+    free(tmp);
+    remove_created_dirs(path, created);
+    if (e) die_usage("--trace %s: cannot write: %s", path, strerror(e));
     return 0;
 }
 
@@ -340,11 +427,13 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
 
 void trace_write(const char *path, const profile *p, const report_info *info)
 {
+    if (is_dev_null(path)) return; /* as none: /dev/null itself is never replaced */
+    const char *kind = non_regular_kind(path);
+    if (kind)
+        die_usage("--trace %s: not a regular file (%s); give a file path, or none", path, kind);
     if (trace_make_parent_dirs(path) != 0)
         die_usage("--trace %s: cannot create its directory: %s", path, strerror(errno));
-    const size_t n = strlen(path) + 32;
-    char *tmp = xmalloc(n);
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    char *tmp = tmp_name(path);
     FILE *f = fopen(tmp, "w");
     if (!f) {
         int e = errno;
@@ -354,10 +443,14 @@ void trace_write(const char *path, const profile *p, const report_info *info)
     int rc = trace_write_stream(f, p, info, path);
     int e = rc ? EIO : 0;
     if (fclose(f) != 0 && rc == 0) { rc = -1; e = errno; }
+    /* A FIFO, link or device created at path while the trace was written is not replaced. */
+    if (rc == 0 && (kind = non_regular_kind(path)) != NULL) { rc = -1; e = EEXIST; }
     if (rc == 0 && rename(tmp, path) != 0) { rc = -1; e = errno; }
     if (rc != 0) {
         unlink(tmp);
         free(tmp);
+        if (kind)
+            die_usage("--trace %s: not a regular file (%s); give a file path, or none", path, kind);
         die_usage("--trace %s: cannot write: %s", path, strerror(e));
     }
     free(tmp);

@@ -31,9 +31,23 @@
 extern "C" {
 #endif
 
+/* Validates --trace PATH before any GPU work (run.c calls it right after the flags), so that a
+ * bad path fails with nothing done:
+ *   - "none", or a path naming /dev/null (the same device and inode, even through a symbolic
+ *     link): returns 1, meaning "write no trace";
+ *   - an existing path that is not a regular file (a directory, a symbolic link, a FIFO, a device,
+ *     a socket): exit 2, "--trace PATH: not a regular file (...)"; the path is left alone;
+ *   - else the parent directories are created and a temporary file "<path>.tmp.<pid>" is created,
+ *     written and removed; failure: exit 2 with one line. Either way the directories this call
+ *     created are removed again (trace_write creates them for real), so nothing is left behind.
+ * Returns 0 when the trace can be written. */
+int trace_check_path(const char *path);
+
 /* Writes the trace to path: parent directories are created as needed, the JSON goes to
- * "<path>.tmp.<pid>" and is renamed to path once complete. On failure the temporary file is
- * removed and the program exits 2 with one line on stderr (die_usage). */
+ * "<path>.tmp.<pid>" and is renamed to path once complete. A path naming /dev/null writes
+ * nothing; any other existing path that is not a regular file is refused (exit 2, as
+ * trace_check_path), so no device node, FIFO or symbolic link is ever replaced. On failure the
+ * temporary file is removed and the program exits 2 with one line on stderr (die_usage). */
 void trace_write(const char *path, const profile *p, const report_info *info);
 
 /* The JSON document to f (trace_name: the "traceName" value). Returns 0, or -1 on a write error. */

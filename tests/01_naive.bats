@@ -4,9 +4,12 @@
 # then fills the copy), a row softmax, a cuBLASLt GEMM O = P·V.
 #
 # Per step on the H200: 2 GEMM kernels + mul + Memcpy DtoD + masked-fill + softmax = 6 GPU
-# activities, one of them the copy. (cuBLAS's cublasGemmStridedBatchedEx adds a 4-byte memset
-# per step on this GPU; the cuBLASLt set-up with its workspace given up front is meant to avoid it,
-# see 01_naive/README.md; if the H200 run shows it anyway the count here becomes 7, naming it.)
+# activities, one of them the copy, and no memset. Measured with cuBLAS 13.1: when a workspace is
+# allowed, every heuristic candidate for S = Q·Kᵀ (nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT,
+# ...) needs a 4-byte workspace that cuBLAS memsets before each call (PyTorch's 7 activities per
+# step on this GPU). The GEMMs ask cuBLASLt for zero-workspace algorithms first, so the memset is
+# gone at the same speed and no workspace is allocated. ATTN_GEMM_WORKSPACE=1 allows the workspace
+# again: the 4 bytes are allocated, the "Memset (Device)" row is back, 7 activities per step.
 load helpers
 
 # A bf16 tensor-core GEMM: cuBLAS's Hopper "nvjet" kernels, or a named bf16/HMMA kernel.
@@ -47,10 +50,15 @@ assert_naive_trace() {
     [ "$(trace_query "$TRACE" ranges triu)" -eq 1 ]
 }
 
-# extra_bytes: two bf16 score buffers + the bool mask + the 32 MiB cuBLASLt workspace.
+# extra_bytes: two bf16 score buffers + the bool mask (no cuBLASLt workspace: the GEMMs need none).
 naive_extra_bytes() {
     local b=$1 h=$2 s=$3
-    echo $(( 2 * b * h * s * s * 2 + s * s + 33554432 ))
+    echo $(( 2 * b * h * s * s * 2 + s * s ))
+}
+
+# The number of table rows "Memset (Device)" (the table shows the active steps only).
+memset_rows() {
+    printf '%s\n' "$output" | grep -cE '^ +Memset \(Device\) ' || true
 }
 
 @test "01_naive small shape 1x2x77x64, every row checked: PASS, 6 activities, 1 DtoD copy" {
@@ -82,9 +90,38 @@ naive_extra_bytes() {
     # the table: header, the copy's own row, both footer lines, one summary line
     printf '%s\n' "$output" | grep -qE '^ +Name +Self CPU % +Self CPU +CPU total % +CPU total +CPU time avg +Self CUDA +Self CUDA % +CUDA total +CUDA time avg +# of Calls'
     printf '%s\n' "$output" | grep -qE '^ *Memcpy DtoD \(Device -> Device\) '
+    # the zero-workspace GEMMs: no cuBLAS memset, in the table or anywhere in the trace
+    [ "$(memset_rows)" -eq 0 ]
+    [ "$(trace_query "$TRACE" count gpu_memset)" -eq 0 ]
     printf '%s\n' "$output" | grep -qE '^Self CPU time total: [0-9.]+(us|ms|s)$'
     printf '%s\n' "$output" | grep -qE '^Self CUDA time total: [0-9.]+(us|ms|s)$'
     [ "$(printf '%s\n' "$output" | grep -c '^result ')" -eq 1 ]
+}
+
+@test "01_naive ATTN_GEMM_WORKSPACE=1: the 4-byte workspace and cuBLAS's memset come back, 7 activities" {
+    ATTN_GEMM_WORKSPACE=1 run_stage 01_naive
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    [ "$(field kernels_per_step)" = 7 ]
+    [ "$(field memcpy_per_step)" = 1 ]
+    # the Q·Kᵀ algorithm's 4-byte workspace is all that is allocated for the GEMMs
+    [ "$(field extra_bytes)" = "$(( $(naive_extra_bytes 8 16 1024) + 4 ))" ]
+    # one memset per active step: the table's row with 3 calls, 3 in the trace
+    printf '%s\n' "$output" | grep -E '^ +Memset \(Device\) '
+    printf '%s\n' "$output" | grep -qE '^ +Memset \(Device\) .* 3 *$'
+    [ "$(memset_rows)" -eq 1 ]
+    [ "$(trace_query "$TRACE" count gpu_memset)" -eq 3 ]
+    # the same GEMM kernels' count: the memset is cuBLAS's, not another kernel
+    [ "$(kcount "$GEMM_RE")" -eq 6 ]
+}
+
+@test "01_naive ATTN_GEMM_WORKSPACE other than 0 or 1: exit 2, one line" {
+    ATTN_GEMM_WORKSPACE=2 run "$ROOT/01_naive/run" --batch 1 --heads 2 --seq 64 --trace none
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"ATTN_GEMM_WORKSPACE=2"* ]]
+    [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
 }
 
 @test "01_naive odd shapes (seq 1, 17 with head_dim 128, 1000): PASS" {

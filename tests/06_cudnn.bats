@@ -6,13 +6,13 @@
 # heuristics mode A picks a runtime-compiled flash-attention engine with a 256-byte workspace for
 # seq >= 17, and its execute issues a 4-byte "Memset (Device)" before the one generated kernel:
 # 2 GPU activities per step. At seq 1 it picks another engine with no workspace: 1 activity.
+bats_require_minimum_version 1.5.0
 load helpers
 
 KERNEL_RE='cudnn_generated.*sdpa.*flash_fprop'
 
-setup() {
-    require_gpu
-}
+# No setup(): every test that runs the stage calls require_gpu itself (the --head-dim checks come
+# after the device probe, so they need a GPU too); --help needs none and runs everywhere.
 
 # Every kernel event of the trace matches KERNEL_RE, and there are exactly $1 of them.
 assert_cudnn_kernels() {
@@ -31,6 +31,7 @@ memset_rows_with_3_calls() {
 # shape_case SEQ HEAD_DIM ACTIVITIES_PER_STEP WORKSPACE_BYTES: batch 2, heads 4, checked on every
 # query row; exact per-step count, workspace, memsets and kernel names.
 shape_case() {
+    require_gpu
     local seq=$1 d=$2 per_step=$3 ws=$4
     run_stage 06_cudnn --batch 2 --heads 4 --seq "$seq" --head-dim "$d" --check-rows all
     echo "$output"
@@ -57,6 +58,7 @@ shape_case() {
 @test "06_cudnn seq 1024 head_dim 128: PASS, memset + kernel" { shape_case 1024 128 2 256; }
 
 @test "06_cudnn default shape: engine printed, cuLaunchKernelEx, real occupancy, plan built once" {
+    require_gpu
     run_stage 06_cudnn
     echo "$output"
     [ "$status" -eq 0 ]
@@ -87,6 +89,7 @@ sys.exit(0 if len(v) == 3 and all(x > 0 for x in v) else 1)'
 }
 
 @test "06_cudnn --rebuild-plan: one build at set-up plus one per active step, and it costs host time" {
+    require_gpu
     run_stage 06_cudnn --batch 2 --heads 4 --seq 256 --warmup 0
     echo "$output"
     [ "$status" -eq 0 ]
@@ -107,6 +110,7 @@ print('cpu_us cached', c, 'rebuild', r); sys.exit(0 if r > 10 * c else 1)"
 }
 
 @test "06_cudnn --head-dim 7: exit 2 with the reason" {
+    require_gpu
     run "$ROOT/06_cudnn/run" --head-dim 7 --trace none
     echo "$output"
     [ "$status" -eq 2 ]
@@ -115,12 +119,26 @@ print('cpu_us cached', c, 'rebuild', r); sys.exit(0 if r > 10 * c else 1)"
 }
 
 @test "06_cudnn --head-dim 264: exit 2 (cuDNN's SDPA stops at 256)" {
+    require_gpu
     run "$ROOT/06_cudnn/run" --head-dim 264 --trace none
     echo "$output"
     [ "$status" -eq 2 ]
     [[ "$output" == *"head_dim 264 is not supported by 06_cudnn"* ]]
 }
 
+@test "06_cudnn --quiet: no cudnn: lines, no table: stdout is the summary line alone" {
+    require_gpu
+    run --separate-stderr "$ROOT/06_cudnn/run" --batch 2 --heads 4 --seq 256 --quiet \
+        --trace "$BATS_TEST_TMPDIR/06_cudnn.json"
+    echo "stdout: $output"
+    echo "stderr: $stderr"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
+    [[ "$output" == "result stage=06_cudnn "* ]]
+}
+
+# No GPU needed: the CLI prints the help before it looks for a device.
 @test "06_cudnn --help lists --rebuild-plan" {
     run "$ROOT/06_cudnn/run" --help
     [ "$status" -eq 0 ]

@@ -57,6 +57,34 @@ setup() {
     [[ "$output" == *"unknown subcommand no-such-subcommand"* ]]
 }
 
+@test "unit: bad arguments of any subcommand exit 2 with a message, never a crash or 0" {
+    run "$UNIT" occupancy-zeroed 0 0 0 0 0          # 0 threads per block
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"out of range"* ]]
+    run "$UNIT" occupancy 256 128 0 0 0 1           # more than 255 registers
+    [ "$status" -eq 2 ]
+    run "$UNIT" occupancy 32 128 0 0 2 1            # opt-in is 0 or 1
+    [ "$status" -eq 2 ]
+    run "$UNIT" pick-rows 1 1 10 -1                 # was heap corruption
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"'-1' is not an integer from 1 to"* ]]
+    run "$UNIT" pick-rows 0 1 10 4
+    [ "$status" -eq 2 ]
+    run "$UNIT" pick-rows 1 1 10
+    [ "$status" -eq 2 ]
+    run "$UNIT" format-time 12us
+    [ "$status" -eq 2 ]
+    run "$UNIT" format-share 1
+    [ "$status" -eq 2 ]
+    run "$UNIT" generator-first -1
+    [ "$status" -eq 2 ]
+    run "$UNIT" join extra
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"join: takes no arguments"* ]]
+    run "$UNIT" trace
+    [ "$status" -eq 2 ]
+}
+
 # ---- table formatting (torch/autograd/profiler_util.py) -------------------------------------
 
 @test "table: times formatted as torch's _format_time" {
@@ -167,7 +195,9 @@ EOF
     run "$UNIT" table
     [[ "$output" == *"Kernel details"* ]]
     [[ "$output" == *"  nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT: grid [128, 16, 1], block [128, 1, 1], 255 registers/thread, shared memory 0 + 49152 B, 2 blocks/SM (8 warps), occupancy 12.50%, limited by registers, launch cudaLaunchKernel"* ]]
-    [[ "$output" == *"  void (anonymous namespace)::softmax_warp_forward<flo...: grid [132, 1, 1], block [384, 1, 1], 168 registers/thread, shared memory 0 + 134144 B (opt-in), 1 block/SM (12 warps), occupancy 18.75%, limited by registers + shared memory, Kineto: 0%, launch cuLaunchKernelEx"* ]]
+    # the full name here: only the table's rows are cut at 52 characters + ...
+    [[ "$output" == *"  void (anonymous namespace)::softmax_warp_forward<float>(float*, float const*, int): grid [132, 1, 1], block [384, 1, 1], 168 registers/thread, shared memory 0 + 134144 B (opt-in), 1 block/SM (12 warps), occupancy 18.75%, limited by registers + shared memory, Kineto: 0%, launch cuLaunchKernelEx"* ]]
+    [[ "$(printf '%s\n' "$output" | sed -n '/^Kernel details/,$p')" != *"..."* ]]
     # the set-up step's kernel is in the trace only
     [[ "$output" != *"void f<"* ]]
 }
@@ -265,6 +295,69 @@ EOF
     fi
 }
 
+@test "trace: /dev/null means no trace: nothing written, /dev/null stays a device" {
+    run "$UNIT" trace /dev/null
+    [ "$status" -eq 0 ]
+    [ -c /dev/null ]
+    [ "$("$UNIT" trace-check /dev/null)" = none ]
+    [ "$("$UNIT" trace-check none)" = none ]
+    ln -s /dev/null "$BATS_TEST_TMPDIR/null-link"   # a link to /dev/null is /dev/null too
+    [ "$("$UNIT" trace-check "$BATS_TEST_TMPDIR/null-link")" = none ]
+    [ -L "$BATS_TEST_TMPDIR/null-link" ] && [ -c /dev/null ]
+}
+
+@test "trace: a FIFO, a symbolic link or a directory at the path is refused (exit 2, one line) and left alone" {
+    W="$BATS_TEST_TMPDIR/w"   # not the temp dir itself: Bats keeps its own files there
+    mkdir "$W" && cd "$W"
+    mkfifo fifo
+    echo keep > target.json
+    ln -s target.json link.json
+    ln -s missing.json dangling.json
+    mkdir dir.json
+    for p in fifo link.json dangling.json dir.json; do
+        for cmd in trace trace-check; do
+            run --separate-stderr "$UNIT" "$cmd" "$W/$p"
+            [ "$status" -eq 2 ]
+            [ -z "$output" ]
+            [[ "$stderr" == "--trace $W/$p: not a regular file ("*")"*"or none" ]]
+            [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+        done
+    done
+    [ -p fifo ] && [ -L link.json ] && [ -L dangling.json ] && [ -d dir.json ]
+    [ "$(cat target.json)" = keep ] && [ ! -e missing.json ]
+    [[ "$("$UNIT" trace-check "$W/fifo" 2>&1)" == *"(a FIFO)"* ]]
+    [[ "$("$UNIT" trace-check "$W/link.json" 2>&1)" == *"(a symbolic link)"* ]]
+    [[ "$("$UNIT" trace-check "$W/dir.json" 2>&1)" == *"(a directory)"* ]]
+    # no temporary file was left next to them
+    [ "$(ls | sort | tr '\n' ' ')" = "dangling.json dir.json fifo link.json target.json " ]
+}
+
+@test "trace: the path check creates, tests and removes: nothing is left behind, ok or not" {
+    W="$BATS_TEST_TMPDIR/w"   # not the temp dir itself: Bats keeps its own files there
+    mkdir "$W"
+    run "$UNIT" trace-check "$W/new/a/b/t.json"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    [ ! -e "$W/new" ]
+    # an existing regular file is fine (it will be replaced), and stays as it is
+    echo old > "$W/old.json"
+    [ "$("$UNIT" trace-check "$W/old.json")" = ok ]
+    [ "$(cat "$W/old.json")" = old ]
+    # a path under a regular file cannot be made: exit 2, nothing made
+    mkdir "$W/d" && touch "$W/d/plainfile"
+    run "$UNIT" trace-check "$W/d/plainfile/x/t.json"
+    [ "$status" -eq 2 ]
+    [[ "$output" == "--trace $W/d/plainfile/x/t.json: cannot create its directory: "* ]]
+    [ "$(ls "$W/d")" = plainfile ]
+    # the directories can be made but the file cannot (its temporary name "<name>.tmp.<pid>" is
+    # longer than a file name may be): exit 2, and the directories made are removed again
+    long=$(printf 'n%.0s' $(seq 250))
+    run "$UNIT" trace-check "$W/made/here/$long"
+    [ "$status" -eq 2 ]
+    [[ "$output" == "--trace $W/made/here/$long: cannot write: File name too long" ]]
+    [ "$(ls "$W" | sort | tr '\n' ' ')" = "d old.json " ]
+}
+
 # ---- CLI errors (CPU only: flags are checked before any CUDA call) -------------------------
 # Any built stage works; 01_naive is always there.
 cli() { run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
@@ -346,6 +439,173 @@ cli() { run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
     [ ! -e "$BATS_TEST_TMPDIR/cli/t.json" ]
 }
 
+# The run's trace check happens before the device probe, so these hold with or without a GPU:
+# with none, a path that passes the check goes on to "no CUDA device".
+no_gpu() { ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
+
+@test "cli: --trace followed by a flag is refused, not taken as the path" {
+    cli --seq 17 --trace --quiet
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--trace needs a path or 'none', not the flag '--quiet'"* ]]
+    [ ! -e ./--quiet ]
+}
+
+@test "cli: --trace at a FIFO, a symbolic link or a directory exits 2 before any GPU work" {
+    mkfifo "$BATS_TEST_TMPDIR/fifo"
+    ln -s "$BATS_TEST_TMPDIR/elsewhere.json" "$BATS_TEST_TMPDIR/link.json"
+    for p in fifo link.json; do
+        run --separate-stderr "$ROOT/01_naive/run" --seq 17 --trace "$BATS_TEST_TMPDIR/$p"
+        [ "$status" -eq 2 ]
+        [[ "$stderr" == "--trace $BATS_TEST_TMPDIR/$p: not a regular file ("* ]]
+        [ -z "$output" ]
+    done
+    run "$ROOT/01_naive/run" --seq 17 --trace "$BATS_TEST_TMPDIR"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"not a regular file (a directory)"* ]]
+    [ -p "$BATS_TEST_TMPDIR/fifo" ] && [ -L "$BATS_TEST_TMPDIR/link.json" ]
+    [ ! -e "$BATS_TEST_TMPDIR/elsewhere.json" ]
+}
+
+@test "cli: an uncreatable --trace directory exits 2 before any GPU work" {
+    touch "$BATS_TEST_TMPDIR/plainfile"
+    run --separate-stderr "$ROOT/01_naive/run" --seq 17 --trace "$BATS_TEST_TMPDIR/plainfile/sub/t.json"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace $BATS_TEST_TMPDIR/plainfile/sub/t.json: cannot create its directory: Not a directory" ]
+    [ -z "$output" ]
+}
+
+@test "cli: --trace /dev/null means none; without a GPU the run gets to the device probe and leaves /dev/null alone" {
+    if no_gpu; then
+        run "$ROOT/01_naive/run" --batch 1 --heads 1 --seq 17 --trace /dev/null
+        [ "$status" -eq 2 ]
+        [[ "$output" == "no CUDA device"* ]]
+    else
+        run "$ROOT/01_naive/run" --batch 1 --heads 1 --seq 17 --quiet --trace /dev/null
+        [ "$status" -eq 0 ]
+        [ "$(field trace)" = none ]
+    fi
+    [ -c /dev/null ]
+}
+
+@test "cli: without a GPU, the trace check leaves no directory behind" {
+    no_gpu || skip "a GPU is present (the run would write the trace)"
+    cli --seq 17
+    [[ "$output" == "no CUDA device"* ]]
+    [ ! -e "$BATS_TEST_TMPDIR/cli" ]
+    cd "$BATS_TEST_TMPDIR"
+    run "$ROOT/01_naive/run" --seq 17            # the default path, traces/01_naive/...
+    [ "$status" -eq 2 ]
+    [ ! -e "$BATS_TEST_TMPDIR/traces" ]
+}
+
+@test "cli: without a GPU, the message says so plainly" {
+    no_gpu || skip "a GPU is present"
+    cli --seq 17
+    [ "$status" -eq 2 ]
+    [[ "$output" == "no CUDA device: no NVIDIA GPU or driver found ("*")" ]]
+    [ "${#lines[@]}" -eq 1 ]
+}
+
+@test "cli: --seed takes 0 to 2^64 - 1, refuses a sign and 2^64; limits in words" {
+    cli --seed 18446744073709551615 --seq 17
+    [[ "$output" != *"--seed"* ]]          # accepted: the run goes on (to the device)
+    cli --seed -1
+    [ "$status" -eq 2 ]
+    [ "$output" = "--seed: -1 is out of range (expected an integer from 0 to 2^64 - 1)" ]
+    cli --seed 18446744073709551616
+    [ "$status" -eq 2 ]
+    [[ "$output" == "--seed: 18446744073709551616 is out of range"* ]]
+    cli --seed +5
+    [ "$status" -eq 2 ]
+    [[ "$output" == "--seed: '+5' is not an integer"* ]]
+    cli --check-rows 99999999999999999999
+    [ "$status" -eq 2 ]
+    [ "$output" = "--check-rows: 99999999999999999999 is out of range (expected a positive integer, or all)" ]
+    cli --check-rows -3
+    [ "$status" -eq 2 ]
+    for f in --seed --check-rows; do
+        cli "$f" x
+        [ "$status" -eq 2 ]
+        [[ "$output" != *9223372036854775807* ]]
+    done
+}
+
+@test "cli: a control character in a flag stays on one escaped line" {
+    run --separate-stderr "$ROOT/01_naive/run" $'--fo\no'
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "unknown flag '--fo\\no' (see $ROOT/01_naive/run --help)" ]
+    run bash -c "'$ROOT/01_naive/run' \$'--a\\tb\\rc\\x01' 2>&1 >/dev/null | wc -l"
+    [ "$output" -eq 1 ]
+}
+
+@test "cli: ATTN_SANITIZE must be 0 or 1; with 1 the trace is off (a bad --trace is not looked at)" {
+    ATTN_SANITIZE=yes cli --seq 17
+    [ "$status" -eq 2 ]
+    [ "$output" = "ATTN_SANITIZE must be 0 or 1 (got 'yes')" ]
+    mkfifo "$BATS_TEST_TMPDIR/fifo"
+    ATTN_SANITIZE=0 run "$ROOT/01_naive/run" --seq 17 --trace "$BATS_TEST_TMPDIR/fifo"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"not a regular file"* ]]
+    if no_gpu; then
+        ATTN_SANITIZE=1 run "$ROOT/01_naive/run" --seq 17 --trace "$BATS_TEST_TMPDIR/fifo"
+        [ "$status" -eq 2 ]
+        [[ "$output" == "no CUDA device"* ]]
+    fi
+    [ -p "$BATS_TEST_TMPDIR/fifo" ]
+}
+
+@test "cli: --help into a full device exits 1 with one line, not 0" {
+    run --separate-stderr bash -c "'$ROOT/01_naive/run' --help > /dev/full"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "cannot write to stdout: "* ]]
+    [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+    run bash -c "'$ROOT/01_naive/run' --help > /dev/null"
+    [ "$status" -eq 0 ]
+}
+
+# ---- the build (CPU: make -n shows the compile line without running it) ---------------------
+# arch_for CC: the -gencode flags make would use with a GPU of compute capability CC.
+arch_for() {
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    printf '#!/bin/sh\necho "%s"\n' "$1" > "$BATS_TEST_TMPDIR/bin/nvidia-smi"
+    chmod +x "$BATS_TEST_TMPDIR/bin/nvidia-smi"
+    PATH="$BATS_TEST_TMPDIR/bin:$PATH" make -s -n -B -C "$ROOT" build/05_flash/flash.cu.o |
+        grep -- '-c 05_flash/flash.cu' | grep -oE -- '-gencode [^ ]+' | tr '\n' ' '
+}
+
+@test "make: the detected GPU's architecture plus its PTX; anything odd or older than sm_80 falls back" {
+    [ "$(arch_for 9.0)" = "-gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 " ]
+    [ "$(arch_for 12.0)" = "-gencode arch=compute_120,code=sm_120 -gencode arch=compute_120,code=compute_120 " ]
+    fallback="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 "
+    [ "$(arch_for 7.5)" = "$fallback" ]
+    [ "$(arch_for '[N/A]')" = "$fallback" ]
+    [ "$(arch_for '9.0; rm -rf x')" = "$fallback" ]
+    [ "$(arch_for '')" = "$fallback" ]
+}
+
+# ---- the tools' bad-input paths (bench/compare.py, tests/sanitize.sh), CPU only ------------
+
+@test "compare run: a shape the stages' flags refuse is bad input: exit 2, one line, nothing written" {
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    run --separate-stderr python3 "$ROOT/bench/compare.py" run --shape 99999999999x1x1x1 \
+        --outdir "$BATS_TEST_TMPDIR/out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "compare: --shape 99999999999x1x1x1: --batch: 99999999999 is out of range (expected 1 to 65535); nothing was written" ]
+    [ -z "$output" ]
+    [ ! -e "$BATS_TEST_TMPDIR/out" ]
+}
+
+@test "sanitize.sh: without compute-sanitizer, or without a GPU: exit 2 with one line" {
+    run --separate-stderr env SANITIZER=/nonexistent/compute-sanitizer bash "$ROOT/tests/sanitize.sh"
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "sanitize: compute-sanitizer not found"* ]]
+    [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+    no_gpu || skip "a GPU is present"
+    run --separate-stderr env SANITIZER=/bin/true bash "$ROOT/tests/sanitize.sh"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: no CUDA device (nvidia-smi lists no GPU): make sanitize needs an NVIDIA GPU" ]
+}
+
 # ---- reference attention and the generator (CPU only) ---------------------------------------
 @test "reference: equal scores (Q = 0) give the running mean of V" {
     run "$ROOT/build/common_unit" ref-equal-scores
@@ -375,6 +635,14 @@ cli() { run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
     [ "$output" = "p=0 0 0 0" ]
 }
 
+@test "reference: a NaN score makes the whole softmax row NaN (as PyTorch); all -inf stays zeros" {
+    run "$ROOT/build/common_unit" softmax-nan
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "nan_first=nan nan nan" ]
+    [ "${lines[1]}" = "nan_middle=nan nan nan" ]
+    [ "${lines[2]}" = "masked=0 0" ]
+}
+
 @test "reference: the check catches one unwritten (NaN) element and a wrong one" {
     run "$ROOT/build/common_unit" ref-check-poison
     [ "$status" -eq 0 ]
@@ -388,6 +656,25 @@ cli() { run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
     [ "$status" -eq 0 ]
     # heads = 6: fixed heads 0, 3, 5 -> rows 0 9 30 39 50 59
     for r in 0 9 30 39 50 59; do [[ " $output " == *" $r "* ]]; done
+    [ "${lines[1]}" = "count=8 distinct=1" ]
+}
+
+@test "reference: --check-rows N checks exactly N distinct rows (fixed rows coincide with one head)" {
+    # one head: the three fixed heads are the same, so only rows 0 and 9 are fixed; 6 are drawn
+    run "$ROOT/build/common_unit" pick-rows 1 1 10 8
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "count=8 distinct=1" ]
+    [[ " ${lines[0]} " == *" 0 "* ]] && [[ " ${lines[0]} " == *" 9 "* ]]
+    [ "$("$ROOT/build/common_unit" pick-rows 1 1 10 9 | tail -n 1)" = "count=9 distinct=1" ]
+    [ "$("$ROOT/build/common_unit" pick-rows 1 1 10 100 | tail -n 1)" = "count=10 distinct=1" ]
+    [ "$("$ROOT/build/common_unit" pick-rows 1 1 1 1 | tail -n 1)" = "count=1 distinct=1" ]
+    [ "$("$ROOT/build/common_unit" pick-rows 3 1 1 2 | tail -n 1)" = "count=2 distinct=1" ]
+    # many of few (selection sampling) and few of many (Floyd's algorithm)
+    [ "$("$ROOT/build/common_unit" pick-rows 1 1 1000 999 | tail -n 1)" = "count=999 distinct=1" ]
+    [ "$("$ROOT/build/common_unit" pick-rows 8 16 1024 256 | tail -n 1)" = "count=256 distinct=1" ]
+    [ "$("$ROOT/build/common_unit" pick-rows 4 4 4096 50000 | tail -n 1)" = "count=50000 distinct=1" ]
+    # the same seed gives the same rows
+    [ "$("$ROOT/build/common_unit" pick-rows 8 16 1024 256)" = "$("$ROOT/build/common_unit" pick-rows 8 16 1024 256)" ]
 }
 
 @test "generator: the same seed gives the same bits, a different seed differs, bf16 rounds to nearest even" {

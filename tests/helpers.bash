@@ -4,10 +4,10 @@ ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 # GPU suites call this in setup(): skip, with the reason, where no CUDA device is present.
 require_gpu() {
     if ! command -v nvidia-smi >/dev/null 2>&1; then
-        skip "no CUDA device: nvidia-smi not found (GPU tests run on the GPU machine)"
+        skip "no CUDA device: nvidia-smi not found (this test needs an NVIDIA GPU)"
     fi
     if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-        skip "no CUDA device: nvidia-smi lists no GPU (GPU tests run on the GPU machine)"
+        skip "no CUDA device: nvidia-smi lists no GPU (this test needs an NVIDIA GPU)"
     fi
 }
 

@@ -4,6 +4,7 @@
 # small odd shapes, one forward each way: --warmup 0 --steps 1 --trace none --quiet.
 # Fails (exit 1) if any tool reports an error (--error-exitcode 1) or a stage fails; a stage that
 # refuses a shape (exit 2, e.g. a head_dim it does not support) is skipped with its message.
+# Without compute-sanitizer or without a GPU: one line on stderr, exit 2.
 #
 #   SANITIZER=/path/to/compute-sanitizer  the tool (default: $CUDA_HOME/bin/compute-sanitizer,
 #                                         then $CUDA_HOME/compute-sanitizer/, then PATH)
@@ -32,15 +33,15 @@ fi
 if [ -z "$san" ] || [ ! -x "$san" ]; then
     echo "sanitize: compute-sanitizer not found (looked in $CUDA_HOME/bin, $CUDA_HOME/compute-sanitizer," \
          "PATH); install the CUDA toolkit's compute-sanitizer or set SANITIZER=/path/to/it" >&2
-    exit 1
+    exit 2
 fi
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-    echo "sanitize: no CUDA device (nvidia-smi lists no GPU): make sanitize runs on a GPU machine" >&2
-    exit 1
+    echo "sanitize: no CUDA device (nvidia-smi lists no GPU): make sanitize needs an NVIDIA GPU" >&2
+    exit 2
 fi
 
-# compute-sanitizer owns CUPTI in the process: ATTN_SANITIZE=1 takes the harness's profiler and
-# its timing loop out of these runs (the check against the reference still runs).
+# compute-sanitizer owns CUPTI in the process: ATTN_SANITIZE=1 takes the harness's profiler, its
+# timing loop and the trace out of these runs (the check against the reference still runs).
 export ATTN_SANITIZE=1
 
 stages=${SANITIZE_STAGES:-$(for d in [0-9][0-9]_*/; do printf '%s ' "${d%/}"; done)}
@@ -77,10 +78,6 @@ for stage in $stages; do
             else
                 echo "FAIL $stage $tool $shape (exit $rc, ${took} s; ${summary:-no summary}): $log"
                 tail -n 40 "$log" | sed 's/^/    /'
-                if grep -qi 'cupti' "$log"; then
-                    echo "    (the profiler's CUPTI calls failed under compute-sanitizer: the two may" \
-                         "not share a process; the harness would need a switch to run unprofiled)"
-                fi
                 failed=1
             fi
         done

@@ -31,8 +31,13 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)
-        if (strcmp(argv[1], COMMANDS[i].name) == 0)
+        if (strcmp(argv[1], COMMANDS[i].name) == 0) {
+            if (COMMANDS[i].usage[0] == ':' && argc > 2) { /* usage ": ..." takes no arguments */
+                fprintf(stderr, "common_unit %s: takes no arguments\n", argv[1]);
+                return 2;
+            }
             return COMMANDS[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "common_unit: unknown subcommand %s\n", argv[1]);
     usage(stderr);
     return 2;

@@ -2,6 +2,8 @@
  * only: synthetic records go through the same code paths as CUPTI's, see profiler.h's test hooks).
  * tests/common.bats holds the expected values and how they are derived.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,9 @@ void unit_h200_props(struct cudaDeviceProp *p)
     p->multiProcessorCount = 132;
 }
 
-static int parse_ints(int argc, char **argv, int want, long long *v)
+/* argv[1..want] as whole integers, each within [lo[i], hi[i]]; else one line on stderr, -1. */
+static int parse_ints(int argc, char **argv, int want, long long *v, const long long *lo,
+                      const long long *hi)
 {
     if (argc - 1 != want) {
         fprintf(stderr, "%s: expected %d arguments, got %d\n", argv[0], want, argc - 1);
@@ -41,11 +45,30 @@ static int parse_ints(int argc, char **argv, int want, long long *v)
     }
     for (int i = 0; i < want; i++) {
         char *end = NULL;
+        errno = 0;
         v[i] = strtoll(argv[i + 1], &end, 10);
-        if (!end || *end) {
+        if (errno || end == argv[i + 1] || *end) {
             fprintf(stderr, "%s: not an integer: %s\n", argv[0], argv[i + 1]);
             return -1;
         }
+        if (v[i] < lo[i] || v[i] > hi[i]) {
+            fprintf(stderr, "%s: argument %d (%lld) is out of range (%lld to %lld)\n", argv[0],
+                    i + 1, v[i], lo[i], hi[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A whole finite number, else one line on stderr and -1. */
+static int parse_double(const char *cmd, const char *text, double *x)
+{
+    char *end = NULL;
+    errno = 0;
+    *x = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(*x)) {
+        fprintf(stderr, "%s: not a finite number: %s\n", cmd, text);
+        return -1;
     }
     return 0;
 }
@@ -53,8 +76,14 @@ static int parse_ints(int argc, char **argv, int want, long long *v)
 int unit_format_time(int argc, char **argv)
 {
     char buf[64];
+    double us[64];
+    if (argc < 2 || argc - 1 > 64) { fprintf(stderr, "format-time: US... (1 to 64 values)\n"); return 2; }
     for (int i = 1; i < argc; i++) {
-        table_format_time(strtod(argv[i], NULL), buf, sizeof buf);
+        if (parse_double(argv[0], argv[i], &us[i - 1])) return 2;
+        if (us[i - 1] < 0) { fprintf(stderr, "format-time: negative time: %s\n", argv[i]); return 2; }
+    }
+    for (int i = 1; i < argc; i++) {
+        table_format_time(us[i - 1], buf, sizeof buf);
         printf("%s\n", buf);
     }
     return 0;
@@ -63,8 +92,10 @@ int unit_format_time(int argc, char **argv)
 int unit_format_share(int argc, char **argv)
 {
     if (argc != 3) { fprintf(stderr, "format-share: PART TOTAL\n"); return 2; }
+    double part, total;
+    if (parse_double(argv[0], argv[1], &part) || parse_double(argv[0], argv[2], &total)) return 2;
     char buf[64];
-    table_format_share(strtod(argv[1], NULL), strtod(argv[2], NULL), buf, sizeof buf);
+    table_format_share(part, total, buf, sizeof buf);
     printf("%s\n", buf);
     return 0;
 }
@@ -78,10 +109,15 @@ int unit_truncate(int argc, char **argv)
     return 0;
 }
 
+/* REGS THREADS STATIC_SMEM DYNAMIC_SMEM OPTIN [GRID_BLOCKS]: registers 0-255 per thread, 1-1024
+ * threads, shared memory 0-1 MiB each, opt-in 0 or 1, at least one block. */
+static const long long OCC_LO[6] = {0, 1, 0, 0, 0, 1};
+static const long long OCC_HI[6] = {255, 1024, 1 << 20, 1 << 20, 1, 1LL << 40};
+
 int unit_occupancy(int argc, char **argv)
 {
     long long v[6];
-    if (parse_ints(argc, argv, 6, v)) return 2;
+    if (parse_ints(argc, argv, 6, v, OCC_LO, OCC_HI)) return 2;
     struct cudaDeviceProp prop;
     unit_h200_props(&prop);
     occ_kernel k = { (int)v[1], (int)v[0], (int)v[2], (int)v[3], (int)v[4], v[5] };
@@ -99,7 +135,7 @@ int unit_occupancy(int argc, char **argv)
 int unit_occupancy_zeroed(int argc, char **argv)
 {
     long long v[5];
-    if (parse_ints(argc, argv, 5, v)) return 2;
+    if (parse_ints(argc, argv, 5, v, OCC_LO, OCC_HI)) return 2;
     struct cudaDeviceProp prop;
     unit_h200_props(&prop);
     occ_kernel k = { (int)v[1], (int)v[0], (int)v[2], (int)v[3], (int)v[4], 1 };
@@ -317,5 +353,14 @@ int unit_trace(int argc, char **argv)
     synthetic_report(&info, &prop);
     trace_write(argv[1], &p, &info);
     prof_free(&p);
+    return 0;
+}
+
+/* trace-check PATH: trace_check_path's verdict, "none" (write no trace) or "ok"; exit 2 with its
+ * one line for a refused path. */
+int unit_trace_check(int argc, char **argv)
+{
+    if (argc != 2) { fprintf(stderr, "trace-check: PATH\n"); return 2; }
+    printf("%s\n", trace_check_path(argv[1]) == 1 ? "none" : "ok");
     return 0;
 }

@@ -1,5 +1,6 @@
 /* reference_tests.c: the float64 reference, the safe softmax, row sampling and the generator
  * (common/reference.c, common/tensor.c), on hand-computable inputs. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,33 @@ int unit_softmax_masked_row(int argc, char **argv)
     return 0;
 }
 
+/* A NaN score anywhere makes the whole row NaN (as PyTorch); -inf everywhere stays zeros. */
+int unit_softmax_nan(int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    double a[3] = {NAN, 1.0, 2.0}, b[3] = {1.0, NAN, -INFINITY}, c[2] = {-INFINITY, -INFINITY};
+    ref_softmax_row(a, 3, a); /* in place: s and p alias */
+    ref_softmax_row(b, 3, b);
+    ref_softmax_row(c, 2, c);
+    printf("nan_first=%g %g %g\nnan_middle=%g %g %g\nmasked=%g %g\n", a[0], a[1], a[2], b[0],
+           b[1], b[2], c[0], c[1]);
+    return 0;
+}
+
+/* A whole decimal integer in [lo, hi] (no sign, no space), else one line on stderr and -1. */
+static int parse_count(const char *cmd, const char *text, unsigned long long lo,
+                       unsigned long long hi, unsigned long long *x)
+{
+    char *end = NULL;
+    errno = 0;
+    *x = text[0] >= '0' && text[0] <= '9' ? strtoull(text, &end, 10) : 0;
+    if (!end || *end || errno || *x < lo || *x > hi) {
+        fprintf(stderr, "%s: '%s' is not an integer from %llu to %llu\n", cmd, text, lo, hi);
+        return -1;
+    }
+    return 0;
+}
+
 /* ref_check on an exact output, with one NaN planted, and with one element off by 1. */
 int unit_ref_check_poison(int argc, char **argv)
 {
@@ -114,17 +142,29 @@ int unit_ref_check_poison(int argc, char **argv)
     return r.max_abs > 0.9 ? 0 : 1;
 }
 
-/* pick-rows BATCH HEADS SEQ N: the sampled flat row indices. */
+/* pick-rows BATCH HEADS SEQ N|all: the sampled flat row indices (ascending, one line), then
+ * "count=<rows returned> distinct=<1 if strictly ascending and in range, else 0>". */
 int unit_pick_rows(int argc, char **argv)
 {
-    if (argc != 5) return 2;
-    attn_shape s = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), 8};
-    size_t want = (size_t)atoll(argv[4]);
-    size_t *rows = malloc(sizeof(size_t) * (want + 1));
-    if (!rows) return 2;
-    size_t n = ref_pick_rows(&s, want, 0, rows);
-    for (size_t i = 0; i < n; i++) printf("%zu ", rows[i]);
-    printf("\n");
+    if (argc != 5) { fprintf(stderr, "pick-rows: BATCH HEADS SEQ N|all\n"); return 2; }
+    unsigned long long b, h, q, want;
+    if (parse_count(argv[0], argv[1], 1, 65535, &b) || parse_count(argv[0], argv[2], 1, 65535, &h) ||
+        parse_count(argv[0], argv[3], 1, 1 << 20, &q))
+        return 2;
+    const size_t total = (size_t)(b * h * q);
+    if (strcmp(argv[4], "all") == 0) want = total;
+    else if (parse_count(argv[0], argv[4], 1, 1ull << 32, &want)) return 2;
+    const size_t cap = want < total ? (size_t)want : total;
+    attn_shape s = {(int)b, (int)h, (int)q, 8};
+    size_t *rows = malloc(sizeof(size_t) * (cap + 1));
+    if (!rows) { fprintf(stderr, "pick-rows: %zu rows do not fit in host memory\n", cap); return 2; }
+    size_t n = ref_pick_rows(&s, (size_t)want, 0, rows);
+    int distinct = 1;
+    for (size_t i = 0; i < n; i++) {
+        printf("%zu ", rows[i]);
+        if (rows[i] >= total || (i && rows[i] <= rows[i - 1])) distinct = 0;
+    }
+    printf("\ncount=%zu distinct=%d\n", n, distinct);
     free(rows);
     return 0;
 }
@@ -158,9 +198,11 @@ int unit_generator(int argc, char **argv)
 /* generator-first SEED: the first 16 values of Q's stream as bf16 hex. */
 int unit_generator_first(int argc, char **argv)
 {
-    if (argc != 2) return 2;
+    unsigned long long seed;
+    if (argc != 2) { fprintf(stderr, "generator-first: SEED\n"); return 2; }
+    if (parse_count(argv[0], argv[1], 0, UINT64_MAX, &seed)) return 2;
     bf16_bits x[16];
-    tensor_fill_normal(x, 16, (uint64_t)atoll(argv[1]), 1);
+    tensor_fill_normal(x, 16, (uint64_t)seed, 1);
     for (int i = 0; i < 16; i++) printf("%04x%c", x[i], i == 15 ? '\n' : ' ');
     return 0;
 }

@@ -4,7 +4,8 @@
  *
  * Each subcommand is one function `int unit_<name>(int argc, char **argv)` (argv[0] is the
  * subcommand, argv[1..] its arguments) that prints facts on stdout for Bats to assert and returns
- * the exit status (2 for bad arguments). To add one: write the function in a .c file under tests/unit
+ * the exit status (2 for bad arguments: main.c refuses arguments to a subcommand whose usage starts
+ * with ':', the others check their own). To add one: write the function in a .c file under tests/unit
  * and add one X(...) line to UNIT_COMMANDS below; main.c declares nothing else.
  */
 #ifndef ATTN_UNIT_H
@@ -22,12 +23,14 @@
     X(join,             "join",             ": prof_finish's record join on synthetic CUPTI records") \
     X(table,            "table",            ": the table of a synthetic 3-step profile") \
     X(trace,            "trace",            "PATH: the trace of a synthetic profile") \
+    X(trace_check,      "trace-check",      "PATH: trace_check_path's verdict (none, ok, or exit 2)") \
     X(ref_equal_scores, "ref-equal-scores", ": Q = 0 gives the running mean of V") \
     X(ref_row0,         "ref-row0",         ": row 0 of a causal head equals V[0]") \
     X(ref_two_keys,     "ref-two-keys",     ": two keys with a known score gap") \
     X(softmax_masked_row, "softmax-masked-row", ": the NaN-safe softmax of a fully masked row") \
+    X(softmax_nan,      "softmax-nan",      ": a NaN score makes the whole row NaN") \
     X(ref_check_poison, "ref-check-poison", ": ref_check on exact, NaN-planted and perturbed O") \
-    X(pick_rows,        "pick-rows",        "BATCH HEADS SEQ N: the sampled query rows") \
+    X(pick_rows,        "pick-rows",        "BATCH HEADS SEQ N|all: the sampled query rows, then count= distinct=") \
     X(generator,        "generator",        ": determinism, moments, bf16 rounding") \
     X(generator_first,  "generator-first",  "SEED: the first 16 bf16 values of Q's stream")
 
