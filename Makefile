@@ -65,7 +65,7 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP) $(wildcard common/*.h tests/unit/*.h $(addsuffi
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) $(wildcard common/*.h $(addsuffix /*.h,$(STAGES)) $(addsuffix /*.cuh,$(STAGES)))
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) $(wildcard common/*.h common/*.cuh $(addsuffix /*.h,$(STAGES)) $(addsuffix /*.cuh,$(STAGES)))
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
