@@ -13,6 +13,12 @@
 #   SANITIZER_FLAGS                       extra flags; default --report-api-errors no: our own
 #       CUDA calls are all checked by common/check.h, and library-internal calls (cuBLAS, cuDNN)
 #       that fail on purpose and recover would otherwise count as errors.
+#   RACECHECK_EXCLUDE="kns=cudnn_generated"  kernels racecheck leaves out (default: cuDNN's
+#       generated kernels). Measured on the H200 (cuDNN 9.14): racecheck reports shared-memory
+#       hazards inside cudnn_generated_..._flash_fprop_wgmma_... kernels (8 per block, between a
+#       read and a write that the kernel orders with mbarriers / the TMA async proxy, which
+#       racecheck does not model). They are NVIDIA's kernels, not ours; memcheck still runs on
+#       them. Every kernel of ours (04, 05, 01-03's kernels) is racechecked.
 # Logs: build/sanitize/STAGE.TOOL.BxHxSxD.log (SANITIZE_LOGS to change).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -22,6 +28,7 @@ shapes=${SANITIZE_SHAPES:-"1x2x77x64 1x2x77x128"}
 tools=${SANITIZE_TOOLS:-"memcheck racecheck"}
 logs=${SANITIZE_LOGS:-build/sanitize}
 flags=${SANITIZER_FLAGS:-"--report-api-errors no"}
+race_exclude=${RACECHECK_EXCLUDE-"kns=cudnn_generated"}
 
 san=${SANITIZER:-}
 if [ -z "$san" ]; then
@@ -59,8 +66,12 @@ for stage in $stages; do
         for tool in $tools; do
             log="$logs/$stage.$tool.$shape.log"
             t0=$SECONDS
-            # shellcheck disable=SC2086  # $flags holds several words
-            "$san" --tool "$tool" --error-exitcode 1 $flags \
+            tool_flags=$flags
+            if [ "$tool" = racecheck ] && [ -n "$race_exclude" ]; then
+                tool_flags="$flags --kernel-name-exclude $race_exclude"
+            fi
+            # shellcheck disable=SC2086  # $tool_flags holds several words
+            "$san" --tool "$tool" --error-exitcode 1 $tool_flags \
                 "./$stage/run" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
                 --warmup 0 --steps 1 --trace none --quiet >"$log" 2>&1
             rc=$?
