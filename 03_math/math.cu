@@ -46,6 +46,7 @@
 #include <cuda_runtime.h>
 
 #include "check.h"
+#include "online_softmax.cuh"
 #include "eager_ops.h"
 #include "harness.h"
 
@@ -183,45 +184,24 @@ __device__ __forceinline__ void load_f32(const float *x, float *v)
 template <int VEC>
 __global__ void softmax_rows_f32_kernel(float *p, const float *s, size_t rows, int cols)
 {
-    const float log2e = 1.4426950408889634f;
     const int lane = threadIdx.x & 31;
     const size_t warps = blockDim.x / 32, row_stride = (size_t)gridDim.x * warps;
     for (size_t row = (size_t)blockIdx.x * warps + threadIdx.x / 32; row < rows; row += row_stride) {
         const float *x = s + row * (size_t)cols;
         float *y = p + row * (size_t)cols;
-        float m = -INFINITY, l = 0.0f;   /* base 2: m = max(x)·log2 e, l = Σ 2^(x·log2 e - m) */
+        float m = -INFINITY, l = 0.0f; /* base 2: m = max(x)·log2 e, l = Σ 2^(x·log2 e - m) */
         for (int c = lane * VEC; c < cols; c += 32 * VEC) {
             float v[VEC];
             load_f32<VEC>(x + c, v);
-            float vmax = -INFINITY;
-#pragma unroll
-            for (int i = 0; i < VEC; i++) {
-                v[i] *= log2e;
-                vmax = fmaxf(vmax, v[i]);
-            }
-            const float mn = fmaxf(m, vmax);
-            if (mn != -INFINITY) {
-                float acc = l * exp2f(m - mn);
-#pragma unroll
-                for (int i = 0; i < VEC; i++) acc += exp2f(v[i] - mn);
-                l = acc;
-                m = mn;
-            }
+            online_max_sum_update<VEC>(&m, &l, v);
         }
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            const float mo = __shfl_xor_sync(0xffffffffu, m, off);
-            const float lo = __shfl_xor_sync(0xffffffffu, l, off);
-            const float mn = fmaxf(m, mo);
-            l = mn == -INFINITY ? 0.0f : l * exp2f(m - mn) + lo * exp2f(mo - mn);
-            m = mn;
-        }
+        warp_max_sum_merge(&m, &l);
         const float inv = 1.0f / l;
         for (int c = lane * VEC; c < cols; c += 32 * VEC) {
             float v[VEC];
             load_f32<VEC>(x + c, v);
 #pragma unroll
-            for (int i = 0; i < VEC; i++) v[i] = exp2f(fmaf(v[i], log2e, -m)) * inv;
+            for (int i = 0; i < VEC; i++) v[i] = exp2f(fmaf(v[i], ATTN_LOG2E_F, -m)) * inv;
             if (VEC == 4)
                 *(float4 *)(y + c) = make_float4(v[0], v[1], v[2], v[3]);
             else

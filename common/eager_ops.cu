@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "check.h"
+#include "online_softmax.cuh"
 #include "eager_ops.h"
 #include "harness.h"
 
@@ -334,12 +335,10 @@ void eager_causal_mask(unsigned char *mask, int seq, cudaStream_t stream)
 }
 
 /* ===================================== softmax ==============================================
- * One warp per row, SOFTMAX_THREADS / 32 rows per block, grid-stride over rows. Values are taken
- * to base 2 (x·log2 e) so every exponential is one exp2f. Sweep 1: each lane keeps a running
- * max m and a sum l of 2^(x - m) over its columns, rescaling l by 2^(m_old - m_new) when the max
- * grows (per vector of VEC values, so the rescale is paid once per vector); the 32 lanes' (m, l)
- * pairs merge with the same rule in a butterfly. Sweep 2 re-reads the row (from L1/L2) and writes
- * 2^(x - m) / l. A lane whose values are all -inf keeps (m, l) = (-inf, 0), which merges as 0. */
+ * One warp per row, SOFTMAX_THREADS / 32 rows per block, grid-stride over rows. Sweep 1: each
+ * lane folds its columns into a running (max, sum) in base 2 and the warp merges the 32 pairs
+ * (common/online_softmax.cuh). Sweep 2 re-reads the row (from L1/L2) and writes
+ * 2^(x·log2 e - m) / l in bf16. */
 template <int VEC>
 __device__ __forceinline__ void load_bf16(const __nv_bfloat16 *x, float *v)
 {
@@ -360,40 +359,19 @@ __device__ __forceinline__ void load_bf16(const __nv_bfloat16 *x, float *v)
 template <int VEC>
 __global__ void softmax_rows_bf16_kernel(__nv_bfloat16 *p, const __nv_bfloat16 *s, size_t rows, int cols)
 {
-    const float log2e = 1.4426950408889634f;
     const int lane = threadIdx.x & 31;
     const size_t warps = blockDim.x / 32;
     const size_t row_stride = (size_t)gridDim.x * warps;
     for (size_t row = (size_t)blockIdx.x * warps + threadIdx.x / 32; row < rows; row += row_stride) {
         const __nv_bfloat16 *x = s + row * (size_t)cols;
         __nv_bfloat16 *y = p + row * (size_t)cols;
-        float m = -INFINITY, l = 0.0f;
+        float m = -INFINITY, l = 0.0f; /* base 2: m = max(x)·log2 e, l = Σ 2^(x·log2 e - m) */
         for (int c = lane * VEC; c < cols; c += 32 * VEC) {
             float v[VEC];
             load_bf16<VEC>(x + c, v);
-            float vmax = -INFINITY;
-#pragma unroll
-            for (int i = 0; i < VEC; i++) {
-                v[i] *= log2e;
-                vmax = fmaxf(vmax, v[i]);
-            }
-            const float mn = fmaxf(m, vmax);
-            if (mn != -INFINITY) {
-                float acc = l * exp2f(m - mn);
-#pragma unroll
-                for (int i = 0; i < VEC; i++) acc += exp2f(v[i] - mn);
-                l = acc;
-                m = mn;
-            }
+            online_max_sum_update<VEC>(&m, &l, v);
         }
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            const float mo = __shfl_xor_sync(0xffffffffu, m, off);
-            const float lo = __shfl_xor_sync(0xffffffffu, l, off);
-            const float mn = fmaxf(m, mo);
-            l = mn == -INFINITY ? 0.0f : l * exp2f(m - mn) + lo * exp2f(mo - mn);
-            m = mn;
-        }
+        warp_max_sum_merge(&m, &l);
         const float inv = 1.0f / l;
         for (int c = lane * VEC; c < cols; c += 32 * VEC) {
             float v[VEC];
@@ -403,11 +381,11 @@ __global__ void softmax_rows_bf16_kernel(__nv_bfloat16 *p, const __nv_bfloat16 *
                 __nv_bfloat162 *h = (__nv_bfloat162 *)&out;
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    h[i] = __floats2bfloat162_rn(exp2f(fmaf(v[2 * i], log2e, -m)) * inv,
-                                                 exp2f(fmaf(v[2 * i + 1], log2e, -m)) * inv);
+                    h[i] = __floats2bfloat162_rn(exp2f(fmaf(v[2 * i], ATTN_LOG2E_F, -m)) * inv,
+                                                 exp2f(fmaf(v[2 * i + 1], ATTN_LOG2E_F, -m)) * inv);
                 *(uint4 *)(y + c) = out;
             } else {
-                y[c] = __float2bfloat16_rn(exp2f(fmaf(v[0], log2e, -m)) * inv);
+                y[c] = __float2bfloat16_rn(exp2f(fmaf(v[0], ATTN_LOG2E_F, -m)) * inv);
             }
         }
     }
