@@ -373,6 +373,7 @@ static int efficient_supports(const attn_shape *s, const cudaDeviceProp *prop, c
                  s->head_dim);
         return 1;
     }
+    if (!prop) return 0; /* the device checks follow */
     if (prop->major < 8) {
         snprintf(why, why_len, "04_efficient needs compute capability 8.0 or newer (bf16 mma.sync, "
                  "ldmatrix, cp.async); this GPU is %d.%d", prop->major, prop->minor);

@@ -447,6 +447,7 @@ static int flash_supports(const attn_shape *s, const cudaDeviceProp *prop, char 
                  s->head_dim);
         return 1;
     }
+    if (!prop) return 0; /* the device checks follow */
     if (prop->major < 8) {
         snprintf(why, why_len, "05_flash needs compute capability 8.0 or newer (bf16 mma.sync, "
                  "ldmatrix, cp.async); %s is %d.%d", prop->name, prop->major, prop->minor);

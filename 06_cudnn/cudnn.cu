@@ -122,11 +122,6 @@ static void print_plan(const sdpa_plan *plan)
 static int cudnn_supports(const attn_shape *s, const cudaDeviceProp *prop, char *why, size_t why_len)
 {
     const size_t v = cudnnGetVersion();
-    if (prop->major < 8) {
-        snprintf(why, why_len, "06_cudnn needs compute capability 8.0 or newer for cuDNN's fused SDPA "
-                 "(%s is %d.%d)", prop->name, prop->major, prop->minor);
-        return 1;
-    }
     if (s->head_dim % 8 != 0 || s->head_dim > 256) {
         snprintf(why, why_len, "head_dim %d is not supported by 06_cudnn (cuDNN's SDPA needs a multiple "
                  "of 8, at most 256)", s->head_dim);
@@ -135,6 +130,11 @@ static int cudnn_supports(const attn_shape *s, const cudaDeviceProp *prop, char 
     if (v < 90000 || v == 91000 || v == 91001) {
         snprintf(why, why_len, "06_cudnn needs cuDNN 9 other than 9.10.0/9.10.1 (their bf16 SDPA forward "
                  "is known bad), found %zu.%zu.%zu", v / 10000, v % 10000 / 100, v % 100);
+        return 1;
+    }
+    if (prop && prop->major < 8) {
+        snprintf(why, why_len, "06_cudnn needs compute capability 8.0 or newer for cuDNN's fused SDPA "
+                 "(%s is %d.%d)", prop->name, prop->major, prop->minor);
         return 1;
     }
     return 0;

@@ -408,7 +408,7 @@ void eager_softmax_rows_bf16(void *p, const void *s, size_t rows, int cols, cuda
 
 int eager_supports(const attn_shape *s, const struct cudaDeviceProp *prop, char *why, size_t why_len)
 {
-    if (prop->major < 8) {
+    if (prop && prop->major < 8) {
         snprintf(why, why_len, "%s has compute capability %d.%d; the bf16 stages need 8.0 or newer",
                  prop->name, prop->major, prop->minor);
         return 1;

@@ -47,7 +47,10 @@ typedef struct {
     const char *name;          /* "01_naive": directory name, trace path, summary line */
     const char *idea;          /* one line, printed over the table */
     /* 0 if the stage runs this shape on this device; else write one line (no newline) into why
-     * naming the limit, e.g. "head_dim 96 is not supported (supported: 64, 128)"; exit 2 follows. */
+     * naming the limit, e.g. "head_dim 96 is not supported (supported: 64, 128)"; exit 2 follows.
+     * Called twice: first with prop = NULL, before the harness looks for a GPU (check what does
+     * not depend on the device, e.g. head_dim, so a refusal reads the same with or without a
+     * GPU), then with the device's properties. */
     int (*supports)(const attn_shape *s, const struct cudaDeviceProp *prop, char *why, size_t why_len);
     /* Device bytes the stage will allocate beyond Q, K, V, O (checked against free memory
      * before anything is allocated). */

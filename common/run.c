@@ -108,6 +108,11 @@ int main(int argc, char **argv)
     run_options opt;
     cli_parse(argc, argv, stage, &opt);
     const attn_shape *s = &opt.shape;
+    char why[512] = {0};
+
+    /* What the stage refuses whatever the device (a head_dim, a length), before any GPU work. */
+    if (stage->supports && stage->supports(s, NULL, why, sizeof why) != 0)
+        die_usage("%s", why[0] ? why : "this shape is not supported by this stage");
 
     /* The trace path, before any GPU work: a bad one fails now, with nothing written. Under
      * ATTN_SANITIZE=1 there is no profile, hence no trace. */
@@ -128,7 +133,6 @@ int main(int argc, char **argv)
     struct cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     CUDA_CHECK(cudaSetDevice(device));
-    char why[512] = {0};
     if (stage->supports && stage->supports(s, &prop, why, sizeof why) != 0)
         die_usage("%s", why[0] ? why : "this shape is not supported by this stage");
 
