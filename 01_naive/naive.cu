@@ -15,7 +15,9 @@
  * hand out blocks: the scores in s_a; the scaled scores in s_b (s_a is free again once `scores`
  * is rebound); the masked copy back in s_a; the softmax output in s_b (the scaled scores died with
  * the masked_fill). extra_bytes = 2 · batch·heads·seq²·2 (scores/masked copy, scaled/P) + seq²
- * (mask) + 32 MiB (cuBLASLt workspace).
+ * (mask). No cuBLASLt workspace by default (the GEMMs run algorithms that need none); with
+ * ATTN_GEMM_WORKSPACE=1 (or in the fallback when none runs without one), plus what the picked
+ * algorithms ask for (4 bytes on the H200).
  */
 #include <math.h>
 

@@ -1,4 +1,5 @@
-/* 02_inplace: 01_naive with one change, the blog's 04_b script: the mask is applied in place,
+/* 02_inplace: 01_naive with one change, the blog's second script (04_b_inplace_ops_attention.py):
+ * the mask is applied in place,
  *
  *     scores.masked_fill_(mask, float("-inf"))
  *
@@ -10,8 +11,9 @@
  *
  * Buffers (eager_setup), as the caching allocator would hand them out: the scores in s_a; the
  * scaled (then masked, in place) scores in s_b; the softmax output back in s_a. extra_bytes is
- * 01's: 2 · batch·heads·seq²·2 + seq² (mask) + 32 MiB (cuBLASLt workspace). In eager PyTorch the
- * copy of 01 costs time and bandwidth, not peak memory: its block comes from the cache.
+ * 01's: 2 · batch·heads·seq²·2 + seq² (mask); no cuBLASLt workspace by default (with
+ * ATTN_GEMM_WORKSPACE=1, plus what the picked algorithms ask for: 4 bytes on the H200). In eager
+ * PyTorch the copy of 01 costs time and bandwidth, not peak memory: its block comes from the cache.
  */
 #include <math.h>
 

@@ -1,6 +1,6 @@
 /* 03_math: PyTorch's SDPA "math" backend rebuilt launch for launch, as it runs on the H200 for
  * F.scaled_dot_product_attention(q, k, v, is_causal=True) with bf16 inputs
- * (at::_scaled_dot_product_attention_math; ../shared/reference/pytorch-h200/sdpa_math.json):
+ * (at::_scaled_dot_product_attention_math; PyTorch's own trace: docs/pytorch-h200/sdpa_math.json):
  * the inputs are upcast to FP32, the scale is split as sqrt(scale) over Q and K, the causal mask
  * is rebuilt on every call as an additive 0/-inf bias, both GEMMs run in FP32 on CUDA cores
  * (cuBLAS SGEMM, default math mode: no TF32), the softmax is the NaN-safe _safe_softmax, and the

@@ -36,8 +36,9 @@
  *
  * Tuning knobs (compile-time, for experiments; the defaults are what the chapter measures):
  *   FLASH_D64_BLOCK_M, FLASH_D64_BLOCK_N, FLASH_D64_Q_IN_REGS, FLASH_D64_MIN_BLOCKS and the same
- *   for D128; e.g. touch 05_flash/flash.cu &&
+ *   for D128; e.g.
  *   make 05_flash NVCC="/usr/local/cuda/bin/nvcc -DFLASH_D64_BLOCK_N=128 -DFLASH_D64_Q_IN_REGS=0".
+ *   The Makefile's flags stamp includes $(NVCC), so a changed -D recompiles by itself.
  *   FLASH_POISON_SMEM fills shared memory with bf16 NaN first, so a missing zero-fill shows.
  */
 #include <cuda_runtime.h>

@@ -1,7 +1,7 @@
 /* builder.c: one helper per cuDNN backend descriptor kind (see builder.h).
  *
  * Attribute names, types and order follow the cuDNN 9 backend docs and cudnn-frontend's own
- * builders (notes/cudnn-backend-sdpa.md §3). Only API present in cuDNN 9.14 is used (the GPU
+ * builders (06_cudnn/README.md, "Building it"). Only API present in cuDNN 9.14 is used (the GPU
  * machine's system library); attributes newer than that are guarded by version checks.
  */
 #include "builder.h"
@@ -243,7 +243,7 @@ int be_heuristics(be_arena *a, cudnnBackendDescriptor_t graph, cudnnBackendHeurM
             if (*c == '\n' || *c == '\r')
                 *c = ' ';
         snprintf(why, why_len, "heuristics offered %lld engine configs and none passed cuDNN's support "
-                 "checks%s%s (CUDNN_LOGLEVEL_DBG=2 prints each refusal)",
+                 "checks%s%s (CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr prints each refusal)",
                  (long long)n, detail[0] ? ": " : "", detail);
     }
     return (int)returned;

@@ -5,7 +5,7 @@
  * gives one helper per descriptor kind the attention graph needs (tensor, pointwise, reduction,
  * matmul, operation graph, heuristics, engine config read-back, execution plan, variant pack), each
  * setting the attributes in the order cudnn-frontend sets them (NVIDIA cuDNN docs, "Backend
- * Descriptor Types"; notes/cudnn-backend-sdpa.md §3).
+ * Descriptor Types"; the call sequence is walked through in 06_cudnn/README.md, "Building it").
  *
  * Ownership: every descriptor a helper creates is recorded in a be_arena; be_arena_free destroys
  * them all (newest first). A finalized execution plan needs the descriptors it was built from to

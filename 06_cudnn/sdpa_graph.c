@@ -1,6 +1,6 @@
 /* sdpa_graph.c: the 14-operation causal SDPA graph, heuristics and plan (see sdpa_graph.h).
  *
- * Tensor table and operation list: notes/cudnn-backend-sdpa.md §2.2-2.3, following
+ * Tensor table and operation list (drawn in 06_cudnn/README.md, "The graph"), following
  * cudnn-frontend's CompositeSDPANode (include/cudnn_frontend/node/scaled_dot_product_flash_attention.h),
  * CompositeDiagonalBandMaskNode and CompositeSoftmaxNode. Two details are not optional (cuDNN
  * finds no engine without them, validated on 9.14 and 9.19): the softmax keeps its LOG/ADD

@@ -4,7 +4,8 @@
  * causal inference on cuDNN < 9.21 (the single SDPA_FWD operation cannot express a causal mask
  * before 9.21): S = Q·Kᵀ, S·scale, causal mask (GEN_INDEX row/col, CMP_GE, BINARY_SELECT -inf),
  * softmax (MAX, SUB, EXP, ADD, LOG + ADD into a virtual log-sum-exp, DIV), O = P·V. cuDNN fuses
- * it into one flash-attention kernel. Source: notes/cudnn-backend-sdpa.md §2 (validated on H200).
+ * it into one flash-attention kernel. Source: cudnn-frontend's CompositeSDPANode (validated on the
+ * H200); the graph is drawn and explained in 06_cudnn/README.md, "The graph".
  *
  * Tensors: Q, K, V, O bf16 [batch, heads, seq, head_dim], contiguous; K is passed as the same
  * buffer, described as Kᵀ [batch, heads, head_dim, seq] through swapped strides (no copy).

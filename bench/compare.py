@@ -8,7 +8,7 @@
 keeps the summary lines in OUTDIR/compare_summary.txt, then renders them like `render`: a table
 on stdout, OUTDIR/compare.md (the same table in Markdown) and OUTDIR/compare.svg (GPU time per
 stage as horizontal bars on a log axis, the GPU activities per step written on each bar).
-Every number comes from the stages' summary lines (DESIGN.md, "Summary line"); nothing is
+Every number comes from the stages' summary lines (README.md, "What a run prints"); nothing is
 re-measured here.
 
 The summary file holds, one per line (other lines are ignored):

@@ -4,7 +4,7 @@
     python3 bench/peers.py [--shapes 8x16x1024x64,4x16x2048x64,2x16x4096x128] [--out traces/peers.md]
 
 Runs on the GPU machine, where PyTorch is installed; elsewhere (no PyTorch, or no CUDA device)
-it prints why and exits 0. Pairs (DESIGN.md, "Performance"):
+it prints why and exits 0. Pairs (README.md, "The course at a glance"; docs/pytorch-h200/):
     01_naive     <-> naive        the blog's module: Q@Kᵀ, * scale, masked_fill (out of place, the
                                   causal mask built once), softmax, @V
     02_inplace   <-> naive-inplace  the same with masked_fill_

@@ -6,7 +6,8 @@
  * maxDynamicSharedSizeBytes = 0 (libkineto DeviceProperties.cpp), so every kernel that opted into
  * more than the default 48 KiB per block computes as 0 resident blocks -> "0%" (the cuDNN SDPA
  * kernel, FlashAttention at head_dim 128). We pass CUPTI's shmemLimitConfig (opt-in) and the
- * opt-in limit, and get the real number. See notes/occupancy-in-c.md, notes/cupti-activity.md §3.
+ * opt-in limit, and get the real number. See 06_cudnn/README.md ("The real occupancy, and why
+ * torch.profiler says 0%") and Kineto's libkineto/src/DeviceProperties.cpp.
  *
  * H200 (sm_90, 132 SMs, 64 warps and 65536 registers per SM, 227 KiB opt-in per block):
  *   255 regs x 128 threads, 48 KiB           -> 2 blocks/SM, 8 warps, 12.50%, registers

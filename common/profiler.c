@@ -1,7 +1,7 @@
 /* profiler.c: CUPTI activity tracing from C (CUDA 13.0), host ranges, and the join that turns
  * CUPTI's records into one `profile` (profiler.h).
  *
- * Records (notes/cupti-activity.md §1-§2): CONCURRENT_KERNEL, MEMCPY, MEMSET and
+ * Records (CUPTI docs, "Activity API"; cupti_activity.h): CONCURRENT_KERNEL, MEMCPY, MEMSET and
  * EXTERNAL_CORRELATION kinds, plus API records for launch, graph-launch, memcpy and memset calls
  * only, enabled one callback id at a time (cuptiActivityEnableRuntimeApi/DriverApi; the RUNTIME
  * and DRIVER kinds are left off so that cudaGetDevice-style calls are never traced).

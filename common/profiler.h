@@ -8,7 +8,8 @@
  * (1..n) fill the table and the trace. Each step is an external-correlation id, so every GPU
  * activity belongs to the step whose host code launched it.
  *
- * Attribution (as Kineto does it, see notes/cupti-activity.md §5): prof_step_begin pushes the
+ * Attribution (as Kineto does it: libkineto/src/CuptiActivityApi.cpp and PyTorch's
+ * torch/csrc/profiler/collection.cpp push CUSTOM0/CUSTOM1 ids): prof_step_begin pushes the
  * step as a CUSTOM0 external-correlation id; every recorded host range pushes its own CUSTOM1 id.
  * CUPTI tags each traced launch/copy API record with both, and each GPU activity carries its
  * launching API record's correlation id, so an activity maps to its step and to the innermost

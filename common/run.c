@@ -53,7 +53,7 @@ static double median(double *x, int n)
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-/* Dense bf16 tensor-core peak in TFLOP/s: the datasheet numbers DESIGN.md names, else
+/* Dense bf16 tensor-core peak in TFLOP/s: NVIDIA's datasheet numbers (H100/H200 989, A100 312), else
  * SMs x clock x dense bf16 FLOP per clock per SM for the architecture (0 if unknown). */
 static double bf16_peak_tflops(const struct cudaDeviceProp *prop, int device)
 {

@@ -1,6 +1,7 @@
 /* trace.h: the profile as a Chrome trace (JSON), in Kineto's layout (torch.profiler's
  * export_chrome_trace), so ours and PyTorch's open side by side in ui.perfetto.dev or
- * chrome://tracing (notes/blog-and-profiler-formats.md §3):
+ * chrome://tracing (Kineto's libkineto/src/output_json.cpp; PyTorch's own traces of the six
+ * variants are in docs/pytorch-h200/):
  *
  *   {"schemaVersion": 1, "deviceProperties": [{...as Kineto...}], "cuda_driver_version": ...,
  *    "cuda_runtime_version": ..., "cupti_version": ..., "stage": ..., "idea": ..., "shape": [...],

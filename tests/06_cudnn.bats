@@ -2,7 +2,7 @@
 # 06_cudnn: causal SDPA as a cuDNN 9 operation graph through the backend C API; the plan is built
 # once at set-up and executed every step (--rebuild-plan rebuilds it every call).
 #
-# What cuDNN does on the H200 (notes/cudnn-backend-sdpa.md, reference/pytorch-h200/sdpa_cudnn.txt):
+# What cuDNN does on the H200 (06_cudnn/README.md, docs/pytorch-h200/sdpa_cudnn.txt):
 # heuristics mode A picks a runtime-compiled flash-attention engine with a 256-byte workspace for
 # seq >= 17, and its execute issues a 4-byte "Memset (Device)" before the one generated kernel:
 # 2 GPU activities per step. At seq 1 it picks another engine with no workspace: 1 activity.

@@ -14,7 +14,7 @@ setup() {
     UNIT="$ROOT/build/common_unit"
 }
 
-# ---- occupancy (H200 properties: notes/occupancy-in-c.md) -----------------------------------
+# ---- occupancy (H200 properties: unit_h200_props, tests/unit/profiler_tests.c) ---------------
 
 @test "occupancy: FlashAttention-2 d=64 (255 regs x 128 threads, 48 KiB) -> 2 blocks/SM, 12.5%, registers" {
     # 255 regs -> 256 per thread x 32 = 8192 per warp; 65536 / 8192 = 8 warps/SM = 2 blocks of 4.
