@@ -1,6 +1,8 @@
 /* reference.c: see reference.h. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "reference.h"
 
@@ -101,65 +103,129 @@ static void sample_selection(size_t pool, size_t m, uint64_t *state, size_t *out
         if (mix(state) % (pool - t) < m - n) out[n++] = t;
 }
 
+/* Adds row r to rows[0..n) unless it is there; returns the new n. */
+static size_t add_fixed(size_t *rows, size_t n, size_t r)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rows[i] == r) return n;
+    rows[n] = r;
+    return n + 1;
+}
+
 size_t ref_pick_rows(const attn_shape *s, size_t n_rows, uint64_t seed, size_t *rows)
 {
-    const size_t heads = (size_t)s->batch * s->heads, total = heads * s->seq;
+    const size_t heads = (size_t)s->batch * s->heads, total = heads * s->seq, seq = s->seq;
     if (n_rows >= total) {
         for (size_t r = 0; r < total; r++) rows[r] = r;
         return total;
     }
     if (n_rows == 0) return 0;
-    /* Fixed rows first: rows 0 and seq-1 of the first, a middle and the last (b, h), without
-     * repeats (with one head, or seq = 1, they coincide). */
-    const size_t fixed_heads[3] = {0, heads / 2, heads - 1};
+    /* Fixed rows first, in priority order, without repeats (with one head, or a short seq, they
+     * coincide): rows 0 and seq-1 of the first, a middle and the last (b, h); then the rest of
+     * the last query tile of the last, the first and the middle (b, h), from row seq-2 down. */
+    const size_t fixed_heads[3] = {0, heads / 2, heads - 1}, tile_heads[3] = {heads - 1, 0, heads / 2};
+    const size_t tile = seq < REF_LAST_TILE ? seq : REF_LAST_TILE;
     size_t n = 0;
+    for (int f = 0; f < 3 && n < n_rows; f++) {
+        n = add_fixed(rows, n, fixed_heads[f] * seq);
+        if (n < n_rows) n = add_fixed(rows, n, fixed_heads[f] * seq + seq - 1);
+    }
     for (int f = 0; f < 3; f++)
-        for (int end = 0; end < 2; end++) {
-            const size_t r = fixed_heads[f] * s->seq + (end ? (size_t)s->seq - 1 : 0);
-            int seen = 0;
-            for (size_t i = 0; i < n; i++) seen |= rows[i] == r;
-            if (!seen && n < n_rows) rows[n++] = r;
-        }
+        for (size_t i = 2; i <= tile && n < n_rows; i++)
+            n = add_fixed(rows, n, tile_heads[f] * seq + seq - i);
     qsort(rows, n, sizeof *rows, cmp_size);
     /* The rest: distinct draws from the other total - n rows, the i-th of them being the i-th
      * row that is not fixed. */
     const size_t m = n_rows - n, pool = total - n, n_fixed = n;
-    size_t fixed[6];
+    enum { MAX_FIXED = 6 + 3 * (REF_LAST_TILE - 1) };
+    size_t fixed[MAX_FIXED];
     for (size_t i = 0; i < n_fixed; i++) fixed[i] = rows[i];
     uint64_t state = seed ^ 0x5EEDC0DEull;
     if (m == 0) {
         /* n_rows fixed rows were all it took */
     } else if (m <= pool / 4) {
         if (sample_floyd(pool, m, &state, rows + n_fixed) != 0) return 0;
+        qsort(rows + n_fixed, m, sizeof *rows, cmp_size);
     } else {
-        sample_selection(pool, m, &state, rows + n_fixed);
+        sample_selection(pool, m, &state, rows + n_fixed); /* ascending already */
     }
-    for (size_t i = n_fixed; i < n_rows; i++)
-        for (size_t f = 0; f < n_fixed; f++) /* fixed[] ascending: skip past each one at or below */
-            if (fixed[f] <= rows[i]) rows[i]++;
+    /* Draw x (ascending) is the x-th row that is not fixed: step past each fixed row at or below
+     * it. One merge pass, as both lists ascend. */
+    size_t f = 0;
+    for (size_t i = n_fixed; i < n_rows; i++) {
+        size_t x = rows[i] + f;
+        while (f < n_fixed && fixed[f] <= x) { f++; x++; }
+        rows[i] = x;
+    }
     qsort(rows, n_rows, sizeof *rows, cmp_size);
     return n_rows;
+}
+
+/* One row's reference and element-wise bounds (reference.h, REF_BF16_U). work: 2·seq doubles;
+ * ref, bound: D each. */
+static void ref_row_with_bound(const attn_shape *s, double scale, const bf16_bits *q,
+                               const bf16_bits *k, const bf16_bits *v, int b, int h, int row,
+                               double *work, double *ref, double *bound)
+{
+    const int D = s->head_dim, n = row + 1;
+    double *sc = work, *p = work + s->seq;
+    const bf16_bits *qr = q + idx(s, b, h, row);
+    for (int j = 0; j < n; j++) {
+        const bf16_bits *kr = k + idx(s, b, h, j);
+        double dot = 0.0;
+        for (int d = 0; d < D; d++) dot += (double)bf16_to_float(qr[d]) * bf16_to_float(kr[d]);
+        sc[j] = dot * scale;
+    }
+    ref_softmax_row(sc, n, p);
+    for (int d = 0; d < D; d++) ref[d] = bound[d] = 0.0;
+    double *pv = bound; /* Σ_j p_j·|v_jd| first, in bound[] */
+    for (int j = 0; j < n; j++) {
+        const bf16_bits *vr = v + idx(s, b, h, j);
+        for (int d = 0; d < D; d++) {
+            const double x = bf16_to_float(vr[d]);
+            ref[d] += p[j] * x;
+            pv[d] += p[j] * fabs(x);
+        }
+    }
+    const double u = REF_BF16_U, gamma = (n + D) * 0x1p-24;
+    for (int d = 0; d < D; d++) bound[d] = u * fabs(ref[d]) + (u + gamma) * pv[d];
+    for (int j = 0; j < n; j++) {
+        const bf16_bits *vr = v + idx(s, b, h, j);
+        const double w = 2.0 * u * p[j] * fabs(sc[j]);
+        for (int d = 0; d < D; d++) bound[d] += w * fabs(bf16_to_float(vr[d]) - ref[d]);
+    }
+    for (int d = 0; d < D; d++) bound[d] = 2.0 * bound[d] + 0x1p-24; /* margin 2, floor */
 }
 
 check_result ref_check(const attn_shape *s, double scale, const bf16_bits *q, const bf16_bits *k,
                        const bf16_bits *v, const bf16_bits *o, const size_t *rows, size_t n_rows)
 {
-    check_result r = {0.0, 0.0, n_rows, 0};
+    check_result r;
+    memset(&r, 0, sizeof r);
+    r.rows = n_rows;
+    r.b = r.h = r.row = r.col = -1;
     const int D = s->head_dim;
-    double *work = malloc(sizeof(double) * ((size_t)s->seq + D));
-    if (!work) { r.nonfinite = (size_t)-1; return r; }
-    double *ref = work + s->seq, err2 = 0.0, ref2 = 0.0;
+    double *work = malloc(sizeof(double) * (2 * (size_t)s->seq + 2 * (size_t)D));
+    if (!work) { r.nonfinite = (size_t)-1; r.ratio = INFINITY; return r; }
+    double *ref = work + 2 * (size_t)s->seq, *bound = ref + D, err2 = 0.0, ref2 = 0.0;
     for (size_t n = 0; n < n_rows; n++) {
         size_t flat = rows[n];
         int i = (int)(flat % s->seq);
         size_t bh = flat / s->seq;
         int h = (int)(bh % s->heads), b = (int)(bh / s->heads);
-        ref_attention_row(s, scale, q, k, v, b, h, i, work, ref);
+        ref_row_with_bound(s, scale, q, k, v, b, h, i, work, ref, bound);
         const bf16_bits *orow = o + idx(s, b, h, i);
         for (int d = 0; d < D; d++) {
-            double got = bf16_to_float(orow[d]);
-            if (!isfinite(got)) { r.nonfinite++; continue; }
-            double e = fabs(got - ref[d]);
+            double got = bf16_to_float(orow[d]), e = fabs(got - ref[d]);
+            double ratio = isfinite(got) ? e / bound[d] : INFINITY;
+            if (!isfinite(got)) r.nonfinite++;
+            if (!(ratio <= 1.0)) r.over++;
+            if (r.b < 0 || ratio > r.ratio) { /* the first of the worst; INFINITY beats all else */
+                r.ratio = ratio;
+                r.b = b; r.h = h; r.row = i; r.col = d;
+                r.got = got; r.want = ref[d]; r.bound = bound[d];
+            }
+            if (!isfinite(got)) continue;
             if (e > r.max_abs) r.max_abs = e;
             err2 += e * e;
             ref2 += ref[d] * ref[d];
@@ -168,4 +234,48 @@ check_result ref_check(const attn_shape *s, double scale, const bf16_bits *q, co
     free(work);
     r.rel_l2 = ref2 > 0.0 ? sqrt(err2 / ref2) : sqrt(err2);
     return r;
+}
+
+int ref_check_pass(const check_result *r, double rel_l2_bound)
+{
+    return r->nonfinite == 0 && r->over == 0 && r->rel_l2 <= rel_l2_bound;
+}
+
+void ref_check_line(char *buf, size_t len, const check_result *r, size_t total_rows,
+                    double rel_l2_bound)
+{
+    const int pass = ref_check_pass(r, rel_l2_bound);
+    int k = snprintf(buf, len, "check: %s on %zu of %zu query rows against the float64 reference: "
+                     "rel_l2=%.3e (bound %.1e), max_abs=%.3e", pass ? "PASS" : "FAIL", r->rows,
+                     total_rows, r->rel_l2, rel_l2_bound, r->max_abs);
+    if (k < 0 || (size_t)k >= len) return;
+    if (r->nonfinite == (size_t)-1) {
+        snprintf(buf + k, len - k, "; host out of memory: nothing was checked");
+        return;
+    }
+    if (r->nonfinite) {
+        int m = snprintf(buf + k, len - k, ", %zu non-finite", r->nonfinite);
+        if (m < 0 || (size_t)m >= len - k) return;
+        k += m;
+    }
+    if (r->b < 0) {
+        snprintf(buf + k, len - k, "; no element checked");
+        return;
+    }
+    snprintf(buf + k, len - k, "; worst element (batch, head, row, col) = (%d, %d, %d, %d): "
+             "got %.6g, want %.6g, |err| %.3e %s bound %.3e (%.2f of it); %zu element%s over "
+             "%s bound", r->b, r->h, r->row, r->col, isnan(r->got) ? NAN : r->got, r->want,
+             fabs(r->got - r->want), r->ratio <= 1.0 ? "<=" : ">", r->bound, r->ratio, r->over,
+             r->over == 1 ? "" : "s", r->over == 1 ? "its" : "their");
+}
+
+uint64_t ref_fnv1a64(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001B3ull;
+    }
+    return h;
 }

@@ -32,7 +32,10 @@
     X(ref_check_poison, "ref-check-poison", ": ref_check on exact, NaN-planted and perturbed O") \
     X(pick_rows,        "pick-rows",        "BATCH HEADS SEQ N|all: the sampled query rows, then count= distinct=") \
     X(generator,        "generator",        ": determinism, moments, bf16 rounding") \
-    X(generator_first,  "generator-first",  "SEED: the first 16 bf16 values of Q's stream")
+    X(generator_first,  "generator-first",  "SEED: the first 16 bf16 values of Q's stream") \
+    X(emulate,          "emulate",          "MODEL BxHxSxD [ROWS|all] [SEED]: a stage's arithmetic emulated, then the check") \
+    X(check_fault,      "check-fault",      "KIND [BxHxSxD]: 05's emulated O with a fault built in, then the check") \
+    X(fnv1a,            "fnv1a",            "STRING: FNV-1a 64 of the string's bytes (the run's o_hash)")
 
 #define UNIT_DECLARE(fn, name, usage) int unit_##fn(int argc, char **argv);
 UNIT_COMMANDS(UNIT_DECLARE)

@@ -1,0 +1,251 @@
+/* check_tests.c: the element-wise pass rule of common/reference.c against the stages' arithmetic,
+ * emulated on the CPU, and against faults built into O.
+ *
+ * The emulations round where the kernels round, with FP32 everywhere else (the GPU's summation
+ * order differs; FP32 order effects are far below the bf16 roundings):
+ *   eager  01/02: S = bf16(Q·Kᵀ) (cuBLASLt, FP32 accumulate), S = bf16(S·scale), P = bf16 of
+ *          the FP32 softmax of the bf16 S (exp2 of S·log2e − max, times 1/sum), O = bf16(P·V).
+ *   math   03: Q and K times sqrt(scale) in FP32, S, softmax and P·V in FP32, O = bf16(O).
+ *   tiled  04: S in FP32 (mma), sweep 1 finds max and sum, sweep 2 P = bf16(exp2(S·c − lse2))
+ *          (normalized), O = bf16(Σ P·V), c = scale·log2 e.
+ *   flash  05: key tiles of 64 (head_dim 64) or 48 (128): online max, alpha = exp2((m_old −
+ *          m_new)·c), p = exp2(S·c − m·c) in FP32, row sum l of the FP32 p, P = bf16(p) into
+ *          P·V, O = bf16(acc / l) at the end. `cudnn` is the same with key tiles of 128 (06's
+ *          kernel is closed; FlashAttention's arithmetic is the model).
+ * Only the rows the check reads are emulated; the others stay NaN poison.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reference.h"
+#include "tensor.h"
+#include "unit.h"
+
+typedef enum { EM_EAGER, EM_MATH, EM_TILED, EM_FLASH, EM_CUDNN } em_model;
+
+static const char *const MODEL_NAMES[] = {"eager", "math", "tiled", "flash", "cudnn"};
+
+static float rbf(float x) { return bf16_to_float(bf16_from_float(x)); }
+
+static size_t at(const attn_shape *s, int b, int h, int i)
+{
+    return (((size_t)b * s->heads + h) * s->seq + i) * s->head_dim;
+}
+
+/* Row `row` of head (b, h) as model m computes it, over keys 0..n_keys-1 (n_keys = row + 1
+ * normally; fewer for the skipped-tile fault), into o (bf16). sbuf holds seq floats. */
+static void emulate_row(em_model m, const attn_shape *s, const bf16_bits *q, const bf16_bits *k,
+                        const bf16_bits *v, int b, int h, int row, int n_keys, float *sbuf,
+                        bf16_bits *o)
+{
+    const int D = s->head_dim;
+    const float scale = (float)(1.0 / sqrt((double)D)), log2e = 1.4426950408889634f;
+    const float c = scale * log2e;
+    const bf16_bits *qr = q + at(s, b, h, row);
+    float acc[1024];
+    for (int d = 0; d < D; d++) acc[d] = 0.f;
+    if (n_keys <= 0) { /* no key at all: a kernel that skips every tile writes zeros */
+        for (int d = 0; d < D; d++) o[d] = bf16_from_float(0.f);
+        return;
+    }
+    const float sq = (float)sqrt(1.0 / sqrt((double)D));
+    for (int j = 0; j < n_keys; j++) {
+        const bf16_bits *kr = k + at(s, b, h, j);
+        float dot = 0.f;
+        if (m == EM_MATH)
+            for (int d = 0; d < D; d++) dot += (bf16_to_float(qr[d]) * sq) * (bf16_to_float(kr[d]) * sq);
+        else
+            for (int d = 0; d < D; d++) dot += bf16_to_float(qr[d]) * bf16_to_float(kr[d]);
+        sbuf[j] = m == EM_EAGER ? rbf(rbf(dot) * scale) : dot;
+    }
+    if (m == EM_EAGER || m == EM_MATH || m == EM_TILED) {
+        float mx = -INFINITY, l = 0.f;
+        for (int j = 0; j < n_keys; j++) mx = fmaxf(mx, sbuf[j]);
+        const float cc = m == EM_TILED ? c : log2e, mc = mx * cc;
+        for (int j = 0; j < n_keys; j++) l += exp2f(fmaf(sbuf[j], cc, -mc));
+        const float inv = 1.0f / l, lse2 = mc + log2f(l);
+        for (int j = 0; j < n_keys; j++) {
+            float p = m == EM_TILED ? exp2f(fmaf(sbuf[j], c, -lse2)) : exp2f(fmaf(sbuf[j], cc, -mc)) * inv;
+            if (m != EM_MATH) p = rbf(p);
+            const bf16_bits *vr = v + at(s, b, h, j);
+            for (int d = 0; d < D; d++) acc[d] += p * bf16_to_float(vr[d]);
+        }
+        for (int d = 0; d < D; d++) o[d] = bf16_from_float(acc[d]);
+        return;
+    }
+    const int bn = m == EM_CUDNN ? 128 : D == 64 ? 64 : 48;
+    float m_run = -INFINITY, l = 0.f;
+    for (int t0 = 0; t0 < n_keys; t0 += bn) {
+        const int t1 = t0 + bn < n_keys ? t0 + bn : n_keys;
+        float m_new = m_run;
+        for (int j = t0; j < t1; j++) m_new = fmaxf(m_new, sbuf[j]);
+        const float alpha = exp2f((m_run - m_new) * c), mc = m_new * c;
+        float sum = 0.f;
+        for (int d = 0; d < D; d++) acc[d] *= alpha;
+        for (int j = t0; j < t1; j++) {
+            const float p = exp2f(fmaf(sbuf[j], c, -mc)), pb = rbf(p);
+            sum += p;
+            const bf16_bits *vr = v + at(s, b, h, j);
+            for (int d = 0; d < D; d++) acc[d] += pb * bf16_to_float(vr[d]);
+        }
+        l = fmaf(l, alpha, sum);
+        m_run = m_new;
+    }
+    const float inv = 1.0f / l;
+    for (int d = 0; d < D; d++) o[d] = bf16_from_float(acc[d] * inv);
+}
+
+/* A problem: Q, K, V from the generator (the run's streams), O all poison, the rows the run would
+ * check (--check-rows n_rows, the seed's draws). */
+typedef struct {
+    attn_shape s;
+    bf16_bits *q, *k, *v, *o;
+    size_t *rows, n_rows, total_rows, elems;
+    float *sbuf;
+    double scale;
+} problem;
+
+static int problem_make(problem *p, int b, int h, int seq, int d, size_t n_rows, uint64_t seed)
+{
+    memset(p, 0, sizeof *p);
+    p->s = (attn_shape){b, h, seq, d};
+    p->elems = (size_t)b * h * seq * d;
+    p->total_rows = (size_t)b * h * seq;
+    p->n_rows = n_rows < p->total_rows ? n_rows : p->total_rows;
+    p->q = malloc(p->elems * 2); p->k = malloc(p->elems * 2);
+    p->v = malloc(p->elems * 2); p->o = malloc(p->elems * 2);
+    p->rows = malloc(sizeof(size_t) * (p->n_rows + 1));
+    p->sbuf = malloc(sizeof(float) * seq);
+    if (!p->q || !p->k || !p->v || !p->o || !p->rows || !p->sbuf) return -1;
+    tensor_fill_normal(p->q, p->elems, seed, 1);
+    tensor_fill_normal(p->k, p->elems, seed, 2);
+    tensor_fill_normal(p->v, p->elems, seed, 3);
+    for (size_t i = 0; i < p->elems; i++) p->o[i] = 0xFFFF; /* the run's poison: memset 0xFF */
+    p->scale = (float)(1.0 / sqrt((double)d)); /* the harness passes scale as a float */
+    return ref_pick_rows(&p->s, p->n_rows, seed, p->rows) == p->n_rows ? 0 : -1;
+}
+
+static void problem_free(problem *p)
+{
+    free(p->q); free(p->k); free(p->v); free(p->o); free(p->rows); free(p->sbuf);
+}
+
+static void emulate_rows(problem *p, em_model m)
+{
+    for (size_t r = 0; r < p->n_rows; r++) {
+        const size_t flat = p->rows[r], bh = flat / p->s.seq;
+        const int i = (int)(flat % p->s.seq), h = (int)(bh % p->s.heads), b = (int)(bh / p->s.heads);
+        emulate_row(m, &p->s, p->q, p->k, p->v, b, h, i, i + 1, p->sbuf, p->o + at(&p->s, b, h, i));
+    }
+}
+
+static int parse_shape(const char *text, int *b, int *h, int *seq, int *d)
+{
+    char tail;
+    if (sscanf(text, "%dx%dx%dx%d%c", b, h, seq, d, &tail) != 4 || *b < 1 || *h < 1 || *seq < 1 ||
+        *d < 1 || *d > 1024 || (long long)*b * *h * *seq * *d > (1ll << 28)) {
+        fprintf(stderr, "'%s' is not a shape BxHxSxD (head_dim <= 1024, at most 2^28 elements)\n", text);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_rows(const char *text, size_t *n)
+{
+    char *end = NULL;
+    if (strcmp(text, "all") == 0) { *n = SIZE_MAX; return 0; }
+    unsigned long long x = text[0] >= '0' && text[0] <= '9' ? strtoull(text, &end, 10) : 0;
+    if (!end || *end || x == 0) { fprintf(stderr, "'%s' is not a row count or all\n", text); return -1; }
+    *n = (size_t)x;
+    return 0;
+}
+
+/* Prints the `check:` line the run would print and the verdict. */
+static void print_check(const problem *p, const check_result *r, double tol)
+{
+    char line[1024];
+    ref_check_line(line, sizeof line, r, p->total_rows, tol);
+    printf("%s\n", line);
+}
+
+/* emulate MODEL BxHxSxD [ROWS|all] [SEED]: model's O on the rows the run would check; the
+ * check line, then "ratio=<worst |err|/bound> rel_l2=... pass=0|1". */
+int unit_emulate(int argc, char **argv)
+{
+    if (argc < 3 || argc > 5) { fprintf(stderr, "emulate: MODEL BxHxSxD [ROWS|all] [SEED]\n"); return 2; }
+    int model = -1, b, h, seq, d;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(argv[1], MODEL_NAMES[i]) == 0) model = i;
+    if (model < 0) { fprintf(stderr, "emulate: model '%s' is not eager, math, tiled, flash or cudnn\n", argv[1]); return 2; }
+    size_t n_rows = 256;
+    unsigned long long seed = 0;
+    if (parse_shape(argv[2], &b, &h, &seq, &d)) return 2;
+    if (argc > 3 && parse_rows(argv[3], &n_rows)) return 2;
+    if (argc > 4 && sscanf(argv[4], "%llu", &seed) != 1) { fprintf(stderr, "emulate: bad seed\n"); return 2; }
+    problem p;
+    if (problem_make(&p, b, h, seq, d, n_rows, seed)) { fprintf(stderr, "emulate: out of memory\n"); return 2; }
+    emulate_rows(&p, (em_model)model);
+    check_result r = ref_check(&p.s, p.scale, p.q, p.k, p.v, p.o, p.rows, p.n_rows);
+    const double tol = model == EM_MATH ? 4e-3 : 1e-2;
+    print_check(&p, &r, tol);
+    printf("ratio=%.4f rel_l2=%.3e max_abs=%.3e pass=%d\n", r.ratio, r.rel_l2, r.max_abs,
+           ref_check_pass(&r, tol));
+    problem_free(&p);
+    return 0;
+}
+
+/* check-fault KIND [BxHxSxD]: 05's emulated O on the default sample (256 rows, seed 0) with one
+ * fault built in, the check line, then "pass=0|1 fault=(b, h, row, col)". KIND:
+ *   none         no fault;
+ *   diag-tile    the last query tile (rows t0 .. seq-1, t0 = the last multiple of 64 below seq)
+ *                of the last head computed without its diagonal key tile (keys t0 .. seq-1);
+ *   one-element  O[last batch, last head, seq-1, head_dim/2] += 0.05;
+ *   nan-row      row seq-1 of the last head left unwritten (the NaN poison);
+ *   other-row    row seq-1 of the last head holds row seq-2's output. */
+int unit_check_fault(int argc, char **argv)
+{
+    if (argc < 2 || argc > 3) { fprintf(stderr, "check-fault: KIND [BxHxSxD]\n"); return 2; }
+    int b = 8, h = 16, seq = 1024, d = 64;
+    if (argc > 2 && parse_shape(argv[2], &b, &h, &seq, &d)) return 2;
+    const char *kind = argv[1];
+    if (strcmp(kind, "none") && strcmp(kind, "diag-tile") && strcmp(kind, "one-element") &&
+        strcmp(kind, "nan-row") && strcmp(kind, "other-row")) {
+        fprintf(stderr, "check-fault: KIND is none, diag-tile, one-element, nan-row or other-row\n");
+        return 2;
+    }
+    problem p;
+    if (problem_make(&p, b, h, seq, d, 256, 0)) { fprintf(stderr, "check-fault: out of memory\n"); return 2; }
+    emulate_rows(&p, EM_FLASH);
+    const attn_shape *s = &p.s;
+    const int lb = b - 1, lh = h - 1, last = seq - 1;
+    bf16_bits *orow = p.o + at(s, lb, lh, last);
+    int frow = last, fcol = -1;
+    if (!strcmp(kind, "diag-tile")) {
+        const int t0 = (last / REF_LAST_TILE) * REF_LAST_TILE;
+        for (int i = t0; i < seq; i++)
+            emulate_row(EM_FLASH, s, p.q, p.k, p.v, lb, lh, i, t0, p.sbuf, p.o + at(s, lb, lh, i));
+        frow = t0;
+    } else if (!strcmp(kind, "one-element")) {
+        fcol = d / 2;
+        orow[fcol] = bf16_from_float(bf16_to_float(orow[fcol]) + 0.05f);
+    } else if (!strcmp(kind, "nan-row")) {
+        for (int c = 0; c < d; c++) orow[c] = 0xFFFF;
+    } else if (!strcmp(kind, "other-row") && seq > 1) {
+        emulate_row(EM_FLASH, s, p.q, p.k, p.v, lb, lh, last - 1, last, p.sbuf, orow);
+    }
+    check_result r = ref_check(s, p.scale, p.q, p.k, p.v, p.o, p.rows, p.n_rows);
+    print_check(&p, &r, 1e-2);
+    printf("pass=%d fault=(%d, %d, %d, %d)\n", ref_check_pass(&r, 1e-2), lb, lh, frow, fcol);
+    problem_free(&p);
+    return 0;
+}
+
+/* fnv1a STRING: the FNV-1a 64 hash of the string's bytes, as 16 hex digits. */
+int unit_fnv1a(int argc, char **argv)
+{
+    if (argc != 2) { fprintf(stderr, "fnv1a: STRING\n"); return 2; }
+    printf("%016llx\n", (unsigned long long)ref_fnv1a64(argv[1], strlen(argv[1])));
+    return 0;
+}
