@@ -29,8 +29,10 @@ LIBS    := -Xlinker --as-needed -lcublasLt -lcublas -lcudnn -lcupti -lcudart -ld
 
 WERROR  := $(if $(filter true,$(CI)),-Werror,)
 CFLAGS  := -std=c11 -Itests/unit -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
+# -Xptxas -warn-spills: ptxas warns when a kernel spills registers to local memory; under CI
+# (CI=true) -Xptxas -Werror makes that warning an error, so a kernel that spills fails the build.
 NVFLAGS := -O3 -std=c++17 $(ARCH) -lineinfo -Xcompiler -Wall,-Wextra $(if $(WERROR),-Xcompiler -Werror,) \
-           -Xptxas -warn-spills $(INC)
+           -Xptxas -warn-spills $(if $(WERROR),-Xptxas -Werror,) $(INC)
 
 STAGES := $(sort $(patsubst %/,%,$(wildcard 0[1-9]_*/)))
 
@@ -81,8 +83,10 @@ $(foreach s,$(STAGES),$(eval $(call STAGE_RULES,$(s))))
 $(UNIT): $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)) $(COMMON_OBJ)
 	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) $(LIBS)
 
+# make test: every Bats suite (GPU suites skip without a GPU), TAP output, then one closing line
+# "N passed, N failed, N skipped" (tests/tap_summary.sh); the status is bats' own.
 test: all
-	bats tests/
+	bash -c 'set -o pipefail; bats --tap tests/ | bash tests/tap_summary.sh'
 
 clean:
 	rm -rf $(BUILD) $(addsuffix /run,$(STAGES)) traces
@@ -92,7 +96,8 @@ clean:
 compare: all
 	python3 bench/compare.py run $(if $(SHAPE),--shape $(SHAPE))
 
-# make sanitize: compute-sanitizer memcheck and racecheck on every stage at small odd shapes
+# make sanitize: compute-sanitizer memcheck, racecheck, synccheck and initcheck on every stage at
+# small odd shapes
 # (tests/sanitize.sh; logs under build/sanitize). Fails on any reported error. GPU only.
 sanitize: all
 	CUDA_HOME=$(CUDA_HOME) bash tests/sanitize.sh

@@ -287,7 +287,8 @@ EOF
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
     [[ "$output" == "--trace $BATS_TEST_TMPDIR/plainfile/t.json: cannot "* ]]
-    mkdir "$BATS_TEST_TMPDIR/ro" && chmod 555 "$BATS_TEST_TMPDIR/ro"
+    mkdir "$BATS_TEST_TMPDIR/ro"
+    chmod 555 "$BATS_TEST_TMPDIR/ro"
     if [ "$(id -u)" != 0 ]; then   # root writes anywhere
         run "$UNIT" trace "$BATS_TEST_TMPDIR/ro/t.json"
         [ "$status" -eq 2 ]
@@ -303,12 +304,14 @@ EOF
     [ "$("$UNIT" trace-check none)" = none ]
     ln -s /dev/null "$BATS_TEST_TMPDIR/null-link"   # a link to /dev/null is /dev/null too
     [ "$("$UNIT" trace-check "$BATS_TEST_TMPDIR/null-link")" = none ]
-    [ -L "$BATS_TEST_TMPDIR/null-link" ] && [ -c /dev/null ]
+    [ -L "$BATS_TEST_TMPDIR/null-link" ]
+    [ -c /dev/null ]
 }
 
 @test "trace: a FIFO, a symbolic link or a directory at the path is refused (exit 2, one line) and left alone" {
     W="$BATS_TEST_TMPDIR/w"   # not the temp dir itself: Bats keeps its own files there
-    mkdir "$W" && cd "$W"
+    mkdir "$W"
+    cd "$W"
     mkfifo fifo
     echo keep > target.json
     ln -s target.json link.json
@@ -323,8 +326,12 @@ EOF
             [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
         done
     done
-    [ -p fifo ] && [ -L link.json ] && [ -L dangling.json ] && [ -d dir.json ]
-    [ "$(cat target.json)" = keep ] && [ ! -e missing.json ]
+    [ -p fifo ]
+    [ -L link.json ]
+    [ -L dangling.json ]
+    [ -d dir.json ]
+    [ "$(cat target.json)" = keep ]
+    [ ! -e missing.json ]
     [[ "$("$UNIT" trace-check "$W/fifo" 2>&1)" == *"(a FIFO)"* ]]
     [[ "$("$UNIT" trace-check "$W/link.json" 2>&1)" == *"(a symbolic link)"* ]]
     [[ "$("$UNIT" trace-check "$W/dir.json" 2>&1)" == *"(a directory)"* ]]
@@ -344,7 +351,8 @@ EOF
     [ "$("$UNIT" trace-check "$W/old.json")" = ok ]
     [ "$(cat "$W/old.json")" = old ]
     # a path under a regular file cannot be made: exit 2, nothing made
-    mkdir "$W/d" && touch "$W/d/plainfile"
+    mkdir "$W/d"
+    touch "$W/d/plainfile"
     run "$UNIT" trace-check "$W/d/plainfile/x/t.json"
     [ "$status" -eq 2 ]
     [[ "$output" == "--trace $W/d/plainfile/x/t.json: cannot create its directory: "* ]]
@@ -462,7 +470,8 @@ no_gpu() { ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
     run "$ROOT/01_naive/run" --seq 17 --trace "$BATS_TEST_TMPDIR"
     [ "$status" -eq 2 ]
     [[ "$output" == *"not a regular file (a directory)"* ]]
-    [ -p "$BATS_TEST_TMPDIR/fifo" ] && [ -L "$BATS_TEST_TMPDIR/link.json" ]
+    [ -p "$BATS_TEST_TMPDIR/fifo" ]
+    [ -L "$BATS_TEST_TMPDIR/link.json" ]
     [ ! -e "$BATS_TEST_TMPDIR/elsewhere.json" ]
 }
 
@@ -664,7 +673,8 @@ arch_for() {
     run "$ROOT/build/common_unit" pick-rows 1 1 10 8
     [ "$status" -eq 0 ]
     [ "${lines[1]}" = "count=8 distinct=1" ]
-    [[ " ${lines[0]} " == *" 0 "* ]] && [[ " ${lines[0]} " == *" 9 "* ]]
+    [[ " ${lines[0]} " == *" 0 "* ]]
+    [[ " ${lines[0]} " == *" 9 "* ]]
     [ "$("$ROOT/build/common_unit" pick-rows 1 1 10 9 | tail -n 1)" = "count=9 distinct=1" ]
     [ "$("$ROOT/build/common_unit" pick-rows 1 1 10 100 | tail -n 1)" = "count=10 distinct=1" ]
     [ "$("$ROOT/build/common_unit" pick-rows 1 1 1 1 | tail -n 1)" = "count=1 distinct=1" ]
@@ -691,4 +701,153 @@ arch_for() {
     run "$ROOT/build/common_unit" generator-first 0
     [ "$status" -eq 0 ]
     [ "$output" = "$(cat "$ROOT/tests/data/generator_seed0.txt")" ]
+}
+
+# ---- the element-wise check: faults built into O (tests/unit/check_tests.c) ------------------
+# check-fault KIND: 05's arithmetic emulated on the CPU at the blog's shape 8x16x1024x64, on the
+# rows the run checks by default (256, seed 0), with one fault built in; the last line is
+# "pass=0|1 fault=(b, h, row, col)". The bound is 2x the worst-case bf16 rounding error of S, P
+# and O (common/reference.h).
+
+@test "check: 05's emulated arithmetic passes, its worst element well inside the bound" {
+    run "$UNIT" check-fault none
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "pass=1 fault=(7, 15, 1023, -1)" ]
+    [[ "${lines[0]}" == "check: PASS on 256 of 131072 query rows against the float64 reference: "* ]]
+    [[ "${lines[0]}" == *"; 0 elements over their bound" ]]
+    ratio=$(sed -n 's/.*(\([0-9.]*\) of it).*/\1/p' <<<"${lines[0]}")
+    python3 -c "import sys; sys.exit(0 if float('$ratio') <= 0.5 else 1)"
+}
+
+@test "check: the last query tile computed without its diagonal key tile fails and is named" {
+    # Rows 960..1023 of head (7, 15) miss keys 960..1023. The old rule (rel_l2 alone, row seq-1
+    # only) passed this; the element rule fails it by more than 2x.
+    run "$UNIT" check-fault diag-tile
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "pass=0 fault=(7, 15, 960, -1)" ]
+    [[ "${lines[0]}" == "check: FAIL on 256 of 131072 query rows "* ]]
+    [[ "${lines[0]}" =~ worst\ element\ \(batch,\ head,\ row,\ col\)\ =\ \(7,\ 15,\ (9[6-9][0-9]|10[0-2][0-9]),\ [0-9]+\):\ got\ [-0-9.e]+,\ want\ [-0-9.e]+,\ \|err\|\ [0-9.e+-]+\ \>\ bound\ [0-9.e+-]+\ \(([0-9.]+)\ of\ it\) ]]
+    python3 -c "import sys; sys.exit(0 if float('${BASH_REMATCH[2]}') >= 2.0 else 1)"
+}
+
+@test "check: one element off by 0.05 in the last row of the last head fails and is named exactly" {
+    run "$UNIT" check-fault one-element
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "pass=0 fault=(7, 15, 1023, 32)" ]
+    [[ "${lines[0]}" == "check: FAIL "* ]]
+    [[ "${lines[0]}" == *"worst element (batch, head, row, col) = (7, 15, 1023, 32): got "* ]]
+    [[ "${lines[0]}" == *"; 1 element over its bound" ]]
+    # the relative L2 error alone would have passed it
+    [[ "${lines[0]}" =~ rel_l2=([0-9.e+-]+) ]]
+    python3 -c "import sys; sys.exit(0 if float('${BASH_REMATCH[1]}') <= 1e-2 else 1)"
+}
+
+@test "check: a query row left unwritten (NaN poison) fails and names its first element" {
+    run "$UNIT" check-fault nan-row
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "pass=0 fault=(7, 15, 1023, -1)" ]
+    [[ "${lines[0]}" == *", 64 non-finite; worst element (batch, head, row, col) = (7, 15, 1023, 0): got nan, "* ]]
+    [[ "${lines[0]}" == *"; 64 elements over their bound" ]]
+}
+
+@test "check: a query row written with another row's output fails and is named" {
+    run "$UNIT" check-fault other-row
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "pass=0 fault=(7, 15, 1023, -1)" ]
+    [[ "${lines[0]}" == "check: FAIL "* ]]
+    [[ "${lines[0]}" == *"worst element (batch, head, row, col) = (7, 15, 1023, "* ]]
+}
+
+# emulate MODEL SHAPE ROWS: a stage's arithmetic on the CPU (eager = 01/02, math = 03, tiled = 04,
+# flash = 05, cudnn = 06's FlashAttention-style kernel). Every correct stage must pass with its
+# worst element at most half its bound. bench/emulate_check.sh runs every test shape.
+@test "check: every stage's emulated arithmetic passes with a margin of 2, small shapes, every row" {
+    for m in eager math tiled flash cudnn; do
+        for shape in 1x2x17x64 1x2x17x128 2x3x77x64 1x2x255x128 1x1x1000x64; do
+            run "$UNIT" emulate "$m" "$shape" all
+            [ "$status" -eq 0 ]
+            echo "$m $shape: ${lines[1]}"
+            [[ "${lines[1]}" == *" pass=1" ]]
+            python3 -c "import sys; sys.exit(0 if float('${lines[1]}'.split()[0][6:]) <= 0.5 else 1)"
+        done
+    done
+}
+
+@test "check: every stage's emulated arithmetic passes with a margin of 2 at the benchmark shapes" {
+    for m in eager math tiled flash cudnn; do
+        for shape in 8x16x1024x64 4x16x2048x64 2x16x4096x128; do
+            run "$UNIT" emulate "$m" "$shape"
+            [ "$status" -eq 0 ]
+            echo "$m $shape: ${lines[1]}"
+            [[ "${lines[1]}" == *" pass=1" ]]
+            python3 -c "import sys; sys.exit(0 if float('${lines[1]}'.split()[0][6:]) <= 0.5 else 1)"
+        done
+    done
+}
+
+@test "check: 03_math's tighter relative L2 bound (4e-3) still holds alongside the element rule" {
+    run "$UNIT" emulate math 2x3x77x64 all
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == *"(bound 4.0e-03)"* ]]
+    run "$UNIT" emulate eager 2x3x77x64 all
+    [[ "${lines[0]}" == *"(bound 1.0e-02)"* ]]
+}
+
+@test "check: the default sample holds rows 0, seq-1 and the whole last query tile of three heads" {
+    run "$UNIT" pick-rows 8 16 1024 256
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "count=256 distinct=1" ]
+    # heads 0, 64 and 127: rows 0 and 960..1023 of each
+    python3 - "${lines[0]}" <<'PY'
+import sys
+rows = set(map(int, sys.argv[1].split()))
+for h in (0, 64, 127):
+    want = {h * 1024} | set(range(h * 1024 + 960, h * 1024 + 1024))
+    missing = want - rows
+    assert not missing, (h, sorted(missing)[:5])
+others = [r for r in rows if r // 1024 not in (0, 64, 127)]
+assert len(others) >= 50, len(others)   # the rest is drawn from the other heads too
+PY
+}
+
+@test "o_hash: FNV-1a 64 matches the published test vectors" {
+    [ "$("$UNIT" fnv1a a)" = af63dc4c8601ec8c ]
+    [ "$("$UNIT" fnv1a foobar)" = 85944171f73967e8 ]
+}
+
+# ---- make test's closing line (tests/tap_summary.sh) ----------------------------------------
+@test "tap_summary: counts passed, failed and skipped; a skip is not a pass; input passes through" {
+    tap=$'1..5\nok 1 a\nok 2 b # skip no CUDA device\nnot ok 3 c\n# (in test file x.bats, line 4)\nok 4 d # skip\nok 5 names with skip in them pass'
+    run bash "$ROOT/tests/tap_summary.sh" <<<"$tap"
+    [ "$status" -eq 1 ]
+    [ "${lines[-1]}" = "2 passed, 1 failed, 2 skipped" ]
+    [ "${#lines[@]}" -eq 8 ]
+    [ "$(printf '%s\n' "$output" | head -n 7)" = "$tap" ]
+}
+
+@test "tap_summary: all passed exits 0; tests the plan announced but never ran count as failed" {
+    run bash "$ROOT/tests/tap_summary.sh" <<<$'1..2\nok 1 a\nok 2 b'
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "2 passed, 0 failed, 0 skipped" ]
+    run bash "$ROOT/tests/tap_summary.sh" <<<$'1..3\nok 1 a'
+    [ "$status" -eq 1 ]
+    [ "${lines[-1]}" = "1 passed, 2 failed, 0 skipped" ]
+}
+
+@test "tap_summary: make test keeps bats' exit status and ends with the closing line" {
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    # a stand-in bats that reports one failure and exits 1, as bats does
+    printf '#!/bin/sh\nprintf "1..2\\nok 1 a\\nnot ok 2 b\\n"\nexit 1\n' > "$BATS_TEST_TMPDIR/bin/bats"
+    chmod +x "$BATS_TEST_TMPDIR/bin/bats"
+    cmd=$(make -s -n -C "$ROOT" test | tail -n 1)
+    [[ "$cmd" == *"bats --tap tests/ | bash tests/tap_summary.sh"* ]]
+    cd "$ROOT"
+    run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" bash -c "$cmd"
+    [ "$status" -ne 0 ]
+    [ "${lines[-1]}" = "1 passed, 1 failed, 0 skipped" ]
 }

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# make sanitize: compute-sanitizer's memcheck (out-of-bounds and misaligned device memory
-# accesses, hardware exceptions) and racecheck (shared-memory hazards) on every built stage at
-# small odd shapes, one forward each way: --warmup 0 --steps 1 --trace none --quiet.
+# make sanitize: compute-sanitizer on every built stage at small odd shapes, one forward each way
+# (--warmup 0 --steps 1 --trace none --quiet), with four tools:
+#   memcheck   out-of-bounds and misaligned device memory accesses, hardware exceptions;
+#   racecheck  shared-memory hazards (a missing __syncthreads between a write and a read);
+#   synccheck  invalid uses of barriers (__syncthreads or bar.sync in divergent code, a barrier
+#              not every thread of the block or warp reaches, __syncwarp with a bad mask);
+#   initcheck  device global memory read before anything wrote it (an uninitialized buffer, a
+#              workspace or padding read as data). O is poisoned by a memset before the checked
+#              forward, so an unwritten O element is not an initcheck error (the reference check
+#              catches it), but a kernel that reads past the data it was given is.
 # Fails (exit 1) if any tool reports an error (--error-exitcode 1) or a stage fails; a stage that
 # refuses a shape (exit 2, e.g. a head_dim it does not support) is skipped with its message.
 # Without compute-sanitizer or without a GPU: one line on stderr, exit 2.
 #
 #   SANITIZER=/path/to/compute-sanitizer  the tool (default: $CUDA_HOME/bin/compute-sanitizer,
 #                                         then $CUDA_HOME/compute-sanitizer/, then PATH)
-#   SANITIZE_SHAPES="1x2x77x64 1x2x77x128"  BxHxSxD list; SANITIZE_TOOLS="memcheck racecheck"
+#   SANITIZE_SHAPES="1x2x77x64 1x2x77x128"  BxHxSxD list
+#   SANITIZE_TOOLS="memcheck racecheck synccheck initcheck"  a subset of the tools
 #   SANITIZE_STAGES="05_flash"            a subset of the stages (default every NN_x/ directory)
 #   SANITIZER_FLAGS                       extra flags; default --report-api-errors no: our own
 #       CUDA calls are all checked by common/check.h, and library-internal calls (cuBLAS, cuDNN)
@@ -19,16 +27,33 @@
 #       read and a write that the kernel orders with mbarriers / the TMA async proxy, which
 #       racecheck does not model). They are NVIDIA's kernels, not ours; memcheck still runs on
 #       them. Every kernel of ours (04, 05, 01-03's kernels) is racechecked.
+#   SYNCCHECK_EXCLUDE, INITCHECK_EXCLUDE  kernels synccheck / initcheck leave out, in the same
+#       --kernel-name-exclude syntax (default: none). Every kernel, cuBLAS's and cuDNN's
+#       included, is checked by both: named barriers and mbarriers are valid barrier use for
+#       synccheck, and the libraries read only Q, K, V, the buffers the stage wrote before (S,
+#       P, the mask) and workspaces they initialize themselves (cuDNN's 4-byte memset). Should
+#       initcheck report reads inside a library kernel (a workspace or an alignment pad that it
+#       loads but never uses), exclude that kernel here with the measurement, as for racecheck,
+#       and keep every kernel of ours checked.
 # Logs: build/sanitize/STAGE.TOOL.BxHxSxD.log (SANITIZE_LOGS to change).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 shapes=${SANITIZE_SHAPES:-"1x2x77x64 1x2x77x128"}
-tools=${SANITIZE_TOOLS:-"memcheck racecheck"}
+tools=${SANITIZE_TOOLS:-"memcheck racecheck synccheck initcheck"}
 logs=${SANITIZE_LOGS:-build/sanitize}
 flags=${SANITIZER_FLAGS:-"--report-api-errors no"}
 race_exclude=${RACECHECK_EXCLUDE-"kns=cudnn_generated"}
+sync_exclude=${SYNCCHECK_EXCLUDE-}
+init_exclude=${INITCHECK_EXCLUDE-}
+for tool in $tools; do
+    case "$tool" in
+        memcheck | racecheck | synccheck | initcheck) ;;
+        *) echo "sanitize: SANITIZE_TOOLS: '$tool' is not memcheck, racecheck, synccheck or initcheck" >&2
+           exit 2 ;;
+    esac
+done
 
 san=${SANITIZER:-}
 if [ -z "$san" ]; then
@@ -67,8 +92,14 @@ for stage in $stages; do
             log="$logs/$stage.$tool.$shape.log"
             t0=$SECONDS
             tool_flags=$flags
-            if [ "$tool" = racecheck ] && [ -n "$race_exclude" ]; then
-                tool_flags="$flags --kernel-name-exclude $race_exclude"
+            case "$tool" in
+                racecheck) exclude=$race_exclude ;;
+                synccheck) exclude=$sync_exclude ;;
+                initcheck) exclude=$init_exclude ;;
+                *) exclude= ;;
+            esac
+            if [ -n "$exclude" ]; then
+                tool_flags="$flags --kernel-name-exclude $exclude"
             fi
             # shellcheck disable=SC2086  # $tool_flags holds several words
             "$san" --tool "$tool" --error-exitcode 1 $tool_flags \

@@ -23,7 +23,7 @@ expect_pass() {
        ! python3 -c "import sys; sys.exit(0 if float('$err') <= $bound else 1)" 2>/dev/null; then
         FAILS+=("$stage $*: exit $status, rel_l2=${err:-?} (bound $bound): $(printf '%s\n' "$output" | tail -n 2 | tr '\n' ' ')")
     else
-        echo "ok  $stage $*: rel_l2=$err max_abs=$(field max_abs)"
+        echo "ok  $stage $*: rel_l2=$err max_abs=$(field max_abs) err_ratio=$(field err_ratio)"
     fi
 }
 
