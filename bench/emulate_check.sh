@@ -12,7 +12,7 @@ U=build/common_unit
 cases=()
 for s in 1 17 255 1000; do for d in 64 128; do cases+=("1x2x${s}x${d} all 0"); done; done
 cases+=("1x1x77x64 all 0" "3x5x77x64 all 0" "5x3x77x128 all 0" "1x2x17x64 all 0" "1x2x77x64 all 0"
-        "2x2x100x64 all 0" "1x2x1024x64 all 0" "1x2x1024x128 all 0" "2x4x1000x128 all 0"
+        "1x2x77x96 all 0" "2x2x100x64 all 0" "1x2x1024x64 all 0" "1x2x1024x128 all 0" "2x4x1000x128 all 0"
         "2x2x1000x64 all 7" "2x2x1000x128 all 7")
 for s in 1 17 255; do for d in 64 128; do cases+=("2x3x${s}x${d} all 0"); done; done
 for s in 1 17 1000 1024; do for d in 64 128; do cases+=("2x4x${s}x${d} all 0"); done; done

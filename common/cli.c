@@ -24,7 +24,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "  --steps N         active profiled steps (default 3)\n"
             "  --seed N          seed of the Q, K, V generator, 0 to 2^64 - 1 (default 0)\n"
             "  --check-rows N|all  query rows checked against the reference (default 256; always rows\n"
-            "                    0 and seq-1 of several heads)\n"
+            "                    0 and seq-1 and the last query tile (64 rows) of several heads)\n"
             "  --trace PATH|none Chrome trace path (default traces/%s/B_H_S_D.json), or none\n"
             "                    (/dev/null means none; other non-regular files are refused)\n"
             "  --poison-q ROW    plant a NaN in Q[0, 0, ROW, 0]: that output row must come out NaN\n"
