@@ -101,6 +101,10 @@ shape_case() {
     [ "$(field check)" = PASS ]
     [ "$(field shape)" = 8x16x1024x64 ]
     assert_rel_l2_le 1e-2
+    # the check line names the worst element and its bf16 bound; err_ratio is |err| / bound
+    printf '%s\n' "$output" | grep -qE '^check: PASS on 256 of 131072 query rows against the float64 reference: rel_l2=[0-9.e+-]+ \(bound 1\.0e-02\), max_abs=[0-9.e+-]+; worst element \(batch, head, row, col\) = \([0-9]+, [0-9]+, [0-9]+, [0-9]+\): got [-0-9.e+]+, want [-0-9.e+]+, \|err\| [0-9.e+-]+ <= bound [0-9.e+-]+ \([0-9.]+ of it\); 0 elements over their bound$'
+    python3 -c "import sys; sys.exit(0 if float('$(field err_ratio)') <= 1.0 else 1)"
+    [[ "$(field o_hash)" =~ ^[0-9a-f]{16}$ ]]
     [ "$(field kernels_per_step)" = 1 ]
     [ "$(field memcpy_per_step)" = 0 ]
     [ "$(field extra_bytes)" = 0 ]

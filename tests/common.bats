@@ -851,3 +851,32 @@ PY
     [ "$status" -ne 0 ]
     [ "${lines[-1]}" = "1 passed, 1 failed, 0 skipped" ]
 }
+
+# ---- the build refuses spills under CI; the d128 Q-in-registers knob is gone -----------------
+@test "make: under CI=true ptxas warnings (a spill) are errors; a plain build only warns" {
+    ci=$(CI=true make -s -n -B -C "$ROOT" build/05_flash/flash.cu.o | grep -- '-c 05_flash/flash.cu')
+    [[ "$ci" == *"-Xptxas -warn-spills -Xptxas -Werror "* ]]
+    plain=$(env -u CI make -s -n -B -C "$ROOT" build/05_flash/flash.cu.o | grep -- '-c 05_flash/flash.cu')
+    [[ "$plain" == *"-Xptxas -warn-spills "* ]]
+    [[ "$plain" != *"-Xptxas -Werror"* ]]
+}
+
+@test "05_flash: -DFLASH_D128_Q_IN_REGS (it spilled) stops the build with a reason (no GPU needed)" {
+    nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
+    [ -x "$nvcc" ] || skip "nvcc not found at $nvcc"
+    run "$nvcc" -E -std=c++17 -DFLASH_D128_Q_IN_REGS=1 -I"$ROOT/common" "$ROOT/05_flash/flash.cu" -o /dev/null
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"FLASH_D128_Q_IN_REGS was removed: Q in registers at head_dim 128 spills"* ]]
+    run "$nvcc" -E -std=c++17 -I"$ROOT/common" "$ROOT/05_flash/flash.cu" -o /dev/null
+    [ "$status" -eq 0 ]
+}
+
+@test "sanitize.sh: an unknown tool in SANITIZE_TOOLS exits 2 with one line" {
+    run --separate-stderr env SANITIZE_TOOLS="memcheck bogus" SANITIZER=/bin/true bash "$ROOT/tests/sanitize.sh"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_TOOLS: 'bogus' is not memcheck, racecheck, synccheck or initcheck" ]
+}
+
+@test "sanitize.sh: the default tools are memcheck, racecheck, synccheck and initcheck" {
+    grep -qx 'tools=${SANITIZE_TOOLS:-"memcheck racecheck synccheck initcheck"}' "$ROOT/tests/sanitize.sh"
+}
