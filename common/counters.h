@@ -96,6 +96,14 @@ double counters_kernel_write(const kernel_counters *k, int *from_l2);
 int counters_step_bytes(const profile *p, const counter_pass *c, int step, double *read,
                         double *write);
 
+/* The tensor instruction class of a kernel: "wgmma (GMMA)" when it executed GMMA instructions;
+ * else "mma.sync (HMMA)" when it executed HMMA-class instructions and kept the tensor pipe at
+ * least COUNTERS_TENSOR_MIN_PCT active; else "no tensor-core math" (a small HMMA-class count
+ * without tensor-pipe time is HFMA2.MMA: the compiler also issues that instruction on the tensor
+ * pipe to move constants into registers); "-" when not measured. */
+enum { COUNTERS_TENSOR_MIN_PCT = 5 };
+const char *counters_tensor_class(const kernel_counters *k);
+
 /* The summary line's value: bytes as an integer, "-" (not measured) or "off" (state OFF). */
 void counters_format_summary(const counter_pass *c, double bytes, char *buf, size_t len);
 

@@ -63,6 +63,15 @@ int counters_step_bytes(const profile *p, const counter_pass *c, int step, doubl
     return 0;
 }
 
+const char *counters_tensor_class(const kernel_counters *k)
+{
+    const double g = k->v[CTR_GMMA_INST], h = k->v[CTR_HMMA_INST], pct = k->v[CTR_HMMA_PCT];
+    if (isnan(g) || isnan(h)) return "-";
+    if (g > 0) return "wgmma (GMMA)";
+    if (h > 0 && !isnan(pct) && pct >= COUNTERS_TENSOR_MIN_PCT) return "mma.sync (HMMA)";
+    return "no tensor-core math";
+}
+
 void counters_format_summary(const counter_pass *c, double bytes, char *buf, size_t len)
 {
     if (c && c->state == COUNTERS_OFF) snprintf(buf, len, "off");

@@ -371,9 +371,7 @@ static void print_kernel_counters(FILE *out, const profile *p, const report_info
         snprintf(th, sizeof th, "%.2f%%", o.occupancy_pct);
     else
         snprintf(th, sizeof th, "-");
-    const double g = k.v[CTR_GMMA_INST], h = k.v[CTR_HMMA_INST];
-    const char *cls = isnan(g) || isnan(h) ? "-" : g > 0 ? "wgmma (GMMA)"
-                    : h > 0 ? "mma.sync (HMMA)" : "none";
+    const char *cls = counters_tensor_class(&k);
     char wnote[96];
     if (from_l2) snprintf(wnote, sizeof wnote, "L2 write sectors; DRAM saw %s during the kernel", dw);
     else snprintf(wnote, sizeof wnote, "DRAM write counter");
