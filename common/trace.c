@@ -428,7 +428,11 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
         if (!k || !runtime_launch(a->launch_api)) continue;
         begin_complete(&w, "cuda_profiler_range", a->name, a->device, a->stream, a->start_ns,
                        a->end_ns);
-        fprintf(f, "\"correlation\": %" PRIu32, a->correlation);
+        /* device and stream as on the kernel: HTA then places the event on the GPU side of its
+         * correlation join (without a stream it would be a second CPU event of the launch's
+         * correlation id and duplicate the kernel in HTA's frame) */
+        fprintf(f, "\"device\": %" PRIu32 ", \"stream\": %" PRIu32 ", \"correlation\": %" PRIu32,
+                a->device, a->stream, a->correlation);
         put_counter_args(f, k);
         fprintf(f, ", \"step\": %d}}", a->step);
     }
