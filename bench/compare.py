@@ -393,13 +393,19 @@ def svg_roofline(rows):
     o.append(f'<text class="roof-label" x="{X(0.5):.1f}" y="{Y(0.5 * ROOF_TBPS) - 10:.1f}" fill="#333333" '
              f'transform="rotate(-{math.degrees(math.atan(ph / (y_hi - y_lo) / (pw / (x_hi - x_lo)))):.1f} '
              f'{X(0.5):.1f} {Y(0.5 * ROOF_TBPS) - 10:.1f})">DRAM ≈{ROOF_TBPS:g} TB/s</text>')
-    for r, x, y in pts:
+    placed = []                                      # label positions, so that close points'
+    for r, x, y in pts:                              # labels do not overlap (04/05/06)
         cx, cy = X(min(max(x, 10 ** x_lo), 10 ** x_hi)), Y(min(max(y, 10 ** y_lo), 10 ** y_hi))
         tip = f'{r["stage"]}: {x:.1f} FLOP/byte, {y:g} TFLOP/s'
         o.append(f'<circle class="point" cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="#333333">'
                  f'<title>{escape(tip)}</title></circle>')
-        o.append(f'<text class="point-label" x="{cx + 9:.1f}" y="{cy + 4:.1f}" '
-                 f'font-family="Menlo, Consolas, monospace">{escape(r["stage"])}</text>')
+        ly = cy + 4
+        while any(abs(cx - px) < 110 and abs(ly - py) < 15 for px, py in placed):
+            ly += 15
+        placed.append((cx, ly))
+        o.append(f'<text class="point-label" x="{cx + 9:.1f}" y="{ly:.1f}" '
+                 f'font-family="Menlo, Consolas, monospace">{escape(r["stage"])} '
+                 f'({x:.0f} FLOP/B, {y:g} TFLOP/s)</text>')
     o.append("</svg>")
     return "\n".join(o) + "\n"
 

@@ -105,7 +105,7 @@ import sys, xml.dom.minidom
 doc = xml.dom.minidom.parse(sys.argv[1])
 def text_of(n):
     return "".join(c.data for c in n.childNodes if c.nodeType == c.TEXT_NODE)
-pts = [text_of(t) for t in doc.getElementsByTagName("text") if t.getAttribute("class") == "point-label"]
+pts = [text_of(t).split(" ")[0] for t in doc.getElementsByTagName("text") if t.getAttribute("class") == "point-label"]
 roofs = [text_of(t) for t in doc.getElementsByTagName("text") if t.getAttribute("class") == "roof-label"]
 circles = [c for c in doc.getElementsByTagName("circle") if c.getAttribute("class") == "point"]
 print(" ".join(pts))
