@@ -305,9 +305,12 @@ void table_print_header(FILE *out, const profile *p, const report_info *info)
     if (info->prop)
         fprintf(out, "device %s (%d SMs, sm_%d%d) | ", info->prop->name,
                 info->prop->multiProcessorCount, info->prop->major, info->prop->minor);
-    fprintf(out, "shape %dx%dx%dx%d (batch x heads x seq x head_dim), bf16, causal | "
-            "%d profiled steps, times summed over them\n", info->shape.batch, info->shape.heads,
-            info->shape.seq, info->shape.head_dim, p->active_steps);
+    fprintf(out, "shape %dx%dx%dx%d (batch x heads x seq x head_dim), bf16, causal | ",
+            info->shape.batch, info->shape.heads, info->shape.seq, info->shape.head_dim);
+    if (p->active_steps > 0)
+        fprintf(out, "%d profiled steps, times summed over them\n", p->active_steps);
+    else
+        fprintf(out, "no profiled steps\n");
 }
 
 static int same_config(const gpu_activity *a, const gpu_activity *b)
