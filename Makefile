@@ -28,7 +28,7 @@ LDFLAGS := $(addprefix -L,$(LIBDIRS)) $(addprefix -Xlinker -rpath=,$(LIBDIRS))
 LIBS    := -Xlinker --as-needed -lcublasLt -lcublas -lcudnn -lcupti -lcudart -ldl -lm
 
 WERROR  := $(if $(filter true,$(CI)),-Werror,)
-CFLAGS  := -std=c11 -Itests/unit -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
+CFLAGS  := -std=c11 -Itests/unit -Icommon/c_shim -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
 # -Xptxas -warn-spills: ptxas warns when a kernel spills registers to local memory; under CI
 # (CI=true) -Xptxas -Werror makes that warning an error, so a kernel that spills fails the build.
 NVFLAGS := -O3 -std=c++17 $(ARCH) -lineinfo -Xcompiler -Wall,-Wextra $(if $(WERROR),-Xcompiler -Werror,) \

@@ -6,8 +6,10 @@
 
 `run` runs each built stage (./NN_x/run --quiet at the shape, default the blog's 8x16x1024x64),
 keeps the summary lines in OUTDIR/compare_summary.txt, then renders them like `render`: a table
-on stdout, OUTDIR/compare.md (the same table in Markdown) and OUTDIR/compare.svg (GPU time per
-stage as horizontal bars on a log axis, the GPU activities per step written on each bar).
+on stdout, OUTDIR/compare.md (the same table in Markdown), OUTDIR/compare.svg (GPU time per
+stage as horizontal bars on a log axis, the GPU activities per step written on each bar) and
+OUTDIR/roofline.svg (each stage at its FLOP per DRAM byte and TFLOP/s under the H200's bf16
+tensor, FP32 CUDA-core and bandwidth roofs; stages without counters are left out).
 Every number comes from the stages' summary lines (README.md, "What a run prints"); nothing is
 re-measured here.
 
@@ -131,8 +133,43 @@ def human_bytes(n):
     return f"{n / 1024 ** 3:.2f} GiB"
 
 
+def decimal_bytes(n):
+    """Bytes moved, in the counters' decimal units: 512 B, 4.10 kB, 66.1 MB, 1.13 GB."""
+    if n < 1e3:
+        return f"{n:.0f} B"
+    if n < 1e6:
+        return f"{n / 1e3:.2f} kB"
+    if n < 1e9:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e9:.2f} GB"
+
+
+def flops_per_forward(r):
+    """FlashAttention's convention, halved for causal (the stages' tflops=): 2·B·H·S²·D."""
+    m = SHAPE_RE.match(r.get("shape", ""))
+    if not m:
+        return None
+    b, h, s, d = (int(x) for x in m.groups())
+    return 2.0 * b * h * s * s * d
+
+
+def traffic(r):
+    """DRAM bytes per forward (dram_read + dram_write of the summary line: the counter pass's
+    kernels plus the step's copies and memsets), or None without counters ("-", "off")."""
+    try:
+        return float(int(r["dram_read"]) + int(r["dram_write"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def intensity(r):
+    """FLOP per DRAM byte of one forward, or None."""
+    f, t = flops_per_forward(r), traffic(r)
+    return f / t if f and t else None
+
+
 COLUMNS = ["stage", "idea", "GPU ops/step", "GPU µs/step", "host µs/call", "TFLOP/s",
-           "% of peak", "extra device memory", "rel. error"]
+           "% of peak", "DRAM bytes/fwd", "FLOP/byte", "extra device memory", "rel. error"]
 
 
 def cells(r):
@@ -140,8 +177,10 @@ def cells(r):
     if r["status"] != "ok":
         word = {"unsupported": "not supported", "notbuilt": "not built"}.get(r["status"], "FAILED")
         return [r["stage"], r["idea"], word] + [""] * (len(COLUMNS) - 3)
+    t, ai = traffic(r), intensity(r)
     return [r["stage"], r["idea"], r.get("kernels_per_step", "?"), r.get("gpu_us", "?"),
             r.get("cpu_us", "?"), r.get("tflops", "?"), r.get("pct_peak", "?"),
+            decimal_bytes(t) if t else "-", f"{ai:.1f}" if ai else "-",
             human_bytes(r.get("extra_bytes", 0)), r.get("rel_l2", "?")]
 
 
@@ -166,7 +205,7 @@ def common_shape(rows):
 def text_table(rows):
     """The terminal table: numbers right-aligned; the idea goes last so long ideas keep the
     columns aligned."""
-    order = [0, 2, 3, 4, 5, 6, 7, 8, 1]
+    order = [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1]
     head = [COLUMNS[i] for i in order]
     body = [[cells(r)[i] for i in order] for r in rows]
     width = [max(len(row[c]) for row in [head] + body) for c in range(len(head) - 1)]
@@ -193,7 +232,10 @@ def markdown(rows):
            "From each stage's summary line (`./NN_x/run --quiet`): GPU ops/step are the GPU "
            "activities (kernels, copies, memsets) of one forward; GPU µs/step is the median GPU "
            "time of one forward with the queue kept full; host µs/call is the median host time "
-           "of one forward call; TFLOP/s counts 4·B·H·S²·D/2; extra device memory is what the "
+           "of one forward call; TFLOP/s counts 4·B·H·S²·D/2; DRAM bytes/fwd is what one forward "
+           "reads and writes in device memory (`dram_read` + `dram_write`: its kernels from the "
+           "counter pass, its copies and memsets from their activity records; - without "
+           "counters); FLOP/byte divides the first by the second; extra device memory is what the "
            "stage needs beyond Q, K, V, O; rel. error is the relative L2 error against the "
            "float64 reference.", "",
            "| " + " | ".join(COLUMNS) + " |",
@@ -205,7 +247,8 @@ def markdown(rows):
     n = notes(rows)
     if n:
         out += [""] + [f"- {md_cell(x)}" for x in n]
-    out += ["", "![GPU time per stage, log axis](compare.svg)", ""]
+    out += ["", "![GPU time per stage, log axis](compare.svg)", "",
+            "![Roofline: each stage at its FLOP/byte and TFLOP/s under the H200's roofs](roofline.svg)", ""]
     return "\n".join(out)
 
 
@@ -292,6 +335,81 @@ def svg_chart(rows):
     return "\n".join(o) + "\n"
 
 
+# The H200's roofs for the roofline (measured or datasheet; README "The course at a glance"):
+# the dense bf16 tensor-core rate a large cuBLAS GEMM reaches (≈790 TFLOP/s; 989 on the
+# datasheet), the FP32 CUDA-core peak that 03_math's FFMA GEMMs are bound by (132 SMs x 128 FP32
+# lanes x 2 FLOP x 1.98 GHz ≈ 67 TFLOP/s, the datasheet's 67), the DRAM bandwidth our kernels
+# reach (≈4.2 TB/s of the 4.8 on the datasheet).
+ROOF_BF16_TFLOPS = 790.0
+ROOF_FP32_TFLOPS = 67.0
+ROOF_TBPS = 4.2
+
+
+def svg_roofline(rows):
+    """Each stage with counters as a point (FLOP/byte, TFLOP/s) on log-log axes under the
+    bandwidth slope and the two compute roofs; the label names the stage."""
+    width, height, left, right, top, bottom = 900, 560, 80, 40, 64, 70
+    pw, ph = width - left - right, height - top - bottom
+    pts = [(r, intensity(r), _float(r.get("tflops"))) for r in rows if r["status"] == "ok"]
+    pts = [(r, x, y) for r, x, y in pts if x and y > 0]
+    x_lo, x_hi, y_lo, y_hi = -1, 4, -1, 3            # decades: 0.1..10^4 FLOP/B, 0.1..1000 TFLOP/s
+
+    def X(v):
+        return left + pw * (math.log10(v) - x_lo) / (x_hi - x_lo)
+
+    def Y(v):
+        return top + ph * (1 - (math.log10(v) - y_lo) / (y_hi - y_lo))
+
+    shape = escape(common_shape(rows))
+    o = ['<?xml version="1.0" encoding="UTF-8"?>',
+         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="13">',
+         f'<title>Roofline, shape {shape}</title>',
+         f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+         f'<text x="{left}" y="24" font-size="16" font-weight="bold">Roofline on the H200, shape {shape}</text>',
+         f'<text x="{left}" y="44" fill="#555555">FLOP/byte = 2·B·H·S²·D / DRAM bytes of one forward '
+         '(counter pass); TFLOP/s from gpu_us</text>']
+    for d in range(x_lo, x_hi + 1):
+        x = X(10 ** d)
+        o.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="#dddddd"/>')
+        o.append(f'<text class="tick" x="{x:.1f}" y="{top + ph + 18}" text-anchor="middle">{10 ** d:g}</text>')
+    for d in range(y_lo, y_hi + 1):
+        y = Y(10 ** d)
+        o.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#dddddd"/>')
+        o.append(f'<text class="tick" x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{10 ** d:g}</text>')
+    o.append(f'<text x="{left + pw / 2:.1f}" y="{height - 24}" text-anchor="middle">FLOP per DRAM byte (log)</text>')
+    o.append(f'<text x="18" y="{top + ph / 2:.1f}" text-anchor="middle" '
+             f'transform="rotate(-90 18 {top + ph / 2:.1f})">TFLOP/s (log)</text>')
+    # roofs: min(peak, intensity x bandwidth), drawn from the left edge to the right edge
+    for peak, label, color in [(ROOF_BF16_TFLOPS, f"bf16 tensor cores ≈{ROOF_BF16_TFLOPS:g} TFLOP/s", "#4c78a8"),
+                               (ROOF_FP32_TFLOPS, f"FP32 CUDA cores ≈{ROOF_FP32_TFLOPS:g} TFLOP/s (03_math)", "#e45756")]:
+        ridge = peak / ROOF_TBPS                     # TFLOP/s / (TB/s) = FLOP/byte
+        x0 = 10 ** x_lo
+        o.append(f'<polyline class="roof" fill="none" stroke="{color}" stroke-width="2" points="'
+                 f'{X(x0):.1f},{Y(max(x0 * ROOF_TBPS, 10 ** y_lo)):.1f} {X(ridge):.1f},{Y(peak):.1f} '
+                 f'{X(10 ** x_hi):.1f},{Y(peak):.1f}"><title>{escape(label)}; ridge at {ridge:.0f} FLOP/byte</title></polyline>')
+        o.append(f'<text class="roof-label" x="{X(10 ** x_hi) - 4:.1f}" y="{Y(peak) - 6:.1f}" '
+                 f'text-anchor="end" fill="{color}">{escape(label)}</text>')
+    o.append(f'<text class="roof-label" x="{X(0.5):.1f}" y="{Y(0.5 * ROOF_TBPS) - 10:.1f}" fill="#333333" '
+             f'transform="rotate(-{math.degrees(math.atan(ph / (y_hi - y_lo) / (pw / (x_hi - x_lo)))):.1f} '
+             f'{X(0.5):.1f} {Y(0.5 * ROOF_TBPS) - 10:.1f})">DRAM ≈{ROOF_TBPS:g} TB/s</text>')
+    placed = []                                      # label positions, so that close points'
+    for r, x, y in pts:                              # labels do not overlap (04/05/06)
+        cx, cy = X(min(max(x, 10 ** x_lo), 10 ** x_hi)), Y(min(max(y, 10 ** y_lo), 10 ** y_hi))
+        tip = f'{r["stage"]}: {x:.1f} FLOP/byte, {y:g} TFLOP/s'
+        o.append(f'<circle class="point" cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="#333333">'
+                 f'<title>{escape(tip)}</title></circle>')
+        ly = cy + 4
+        while any(abs(cx - px) < 110 and abs(ly - py) < 15 for px, py in placed):
+            ly += 15
+        placed.append((cx, ly))
+        o.append(f'<text class="point-label" x="{cx + 9:.1f}" y="{ly:.1f}" '
+                 f'font-family="Menlo, Consolas, monospace">{escape(r["stage"])} '
+                 f'({x:.0f} FLOP/B, {y:g} TFLOP/s)</text>')
+    o.append("</svg>")
+    return "\n".join(o) + "\n"
+
+
 def _float(s):
     try:
         return float(s)
@@ -318,8 +436,15 @@ def render(lines, outdir):
         f.write(markdown(rows))
     with open(os.path.join(outdir, "compare.svg"), "w", encoding="utf-8") as f:
         f.write(svg_chart(rows))
-    print(f"wrote {os.path.join(outdir, 'compare.md')} and {os.path.join(outdir, 'compare.svg')}",
-          flush=True)
+    with open(os.path.join(outdir, "roofline.svg"), "w", encoding="utf-8") as f:
+        f.write(svg_roofline(rows))
+    print(f"wrote {os.path.join(outdir, 'compare.md')}, {os.path.join(outdir, 'compare.svg')} and "
+          f"{os.path.join(outdir, 'roofline.svg')}", flush=True)
+    for r in rows:
+        ai = intensity(r) if r["status"] == "ok" else None
+        if ai:
+            print(f"roofline {r['stage']}: {ai:.1f} FLOP/byte, {r.get('tflops')} TFLOP/s "
+                  f"(bandwidth roof there: {min(ai * ROOF_TBPS, ROOF_BF16_TFLOPS):.1f})", flush=True)
     return rows
 
 

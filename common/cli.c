@@ -13,7 +13,8 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
 {
     fprintf(out,
             "usage: %s [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]\n"
-            "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--quiet] [--help]%s%s\n"
+            "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--no-counters] [--quiet]\n"
+            "       [--help]%s%s\n"
             "\n"
             "%s: %s\n"
             "Causal attention O = softmax(Q·Kᵀ/sqrt(D) + mask)·V, bf16 [batch, heads, seq, head_dim],\n"
@@ -28,6 +29,9 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "  --trace PATH|none Chrome trace path (default traces/%s/B_H_S_D.json), or none\n"
             "                    (/dev/null means none; other non-regular files are refused)\n"
             "  --poison-q ROW    plant a NaN in Q[0, 0, ROW, 0]: that output row must come out NaN\n"
+            "  --no-counters     skip the counter pass (one more forward under CUPTI's Range\n"
+            "                    Profiler, after timing and tracing): counters and dram_read/\n"
+            "                    dram_write read -\n"
             "  --quiet           print only the summary line\n"
             "%s%s"
             "  --help            this text\n"
@@ -108,6 +112,9 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
             exit(0);
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
+            continue;
+        } else if (!strcmp(a, "--no-counters")) {
+            o->no_counters = 1;
             continue;
         } else if (!strcmp(a, "--batch")) {
             o->shape.batch = (int)parse_int(a, val, 1, 65535);

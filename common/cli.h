@@ -17,6 +17,7 @@ typedef struct {
     char trace[4096];      /* --trace PATH, "none", or "" for traces/NN_x/B_H_S_D.json */
     int quiet;             /* --quiet: no table, only the summary line */
     int poison_q;          /* --poison-q ROW: NaN planted in Q row ROW of (0, 0); -1 = none */
+    int no_counters;       /* --no-counters: skip the counter pass (counters read -) */
     int sanitize;          /* environment ATTN_SANITIZE=1 (make sanitize, under compute-sanitizer):
                             * no profiler, no timing, no trace */
 } run_options;

@@ -64,6 +64,8 @@ static struct {
     int stack[MAX_DEPTH], depth;       /* open ranges: index in ranges, or -1 if not recorded */
     int in_step, step, recording, step_range, step_base;
     int warned_nesting;
+    CUpti_SubscriberHandle subscriber;
+    char owner[160];                   /* set when another CUPTI client owns CUPTI */
     uint8_t rt_on[CUPTI_RUNTIME_TRACE_CBID_SIZE], drv_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -292,12 +294,39 @@ static const CUpti_ActivityKind KINDS[] = {
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
 };
 
+static void CUPTIAPI no_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data)
+{
+    (void)userdata; (void)domain; (void)cbid; (void)data;
+}
+
 void prof_init(void)
 {
-    if (g.enabled) return;
+    if (g.enabled || g.owner[0]) return;
     /* Under compute-sanitizer (make sanitize) CUPTI belongs to the sanitizer: record nothing. */
     const char *sanitize = getenv("ATTN_SANITIZE");
     if (sanitize && strcmp(sanitize, "1") == 0) return;
+    /* The first CUPTI call: a subscriber (no callback enabled) claims CUPTI for us. Under Nsight
+     * Compute, Nsight Systems, cuda-gdb or another CUPTI client CUPTI allows one subscriber only
+     * (cupti_callbacks.h, cuptiSubscribe_v2): then our profiler steps aside and makes no further
+     * CUPTI call; the forwards, the check and the NVTX ranges run as always. */
+    char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN > 128 ? CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN : 128];
+    memset(old, 0, sizeof old);
+    CUpti_SubscriberParams sp;
+    memset(&sp, 0, sizeof sp);
+    sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    sp.subscriberName = "attention-profiling";
+    sp.oldSubscriberName = old;
+    sp.oldSubscriberSize = sizeof old;
+    CUptiResult r = cuptiSubscribe_v2(&g.subscriber, no_callback, NULL, &sp);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        snprintf(g.owner, sizeof g.owner, "%s", old[0] ? old : "another CUPTI client");
+        fprintf(stderr, "profiler: CUPTI is in use by %s (Nsight Compute, Nsight Systems or a "
+                "debugger): our table, trace and counters are off; the NVTX ranges remain\n",
+                g.owner);
+        return;
+    }
+    CUPTI_CHECK(r);
     /* API records' threadId = gettid(), as in the trace's CPU lane. */
     CUPTI_CHECK(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
     CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
@@ -307,11 +336,14 @@ void prof_init(void)
     g.enabled = 1;
 }
 
+const char *prof_cupti_owner(void) { return g.owner[0] ? g.owner : NULL; }
+
 /* ---- steps and host ranges ----------------------------------------------------------------- */
 
+/* is_step: 0 host op, 1 attn_fwd, 2 ProfilerStep (recorded only, no NVTX range). */
 static void range_push(const char *name, int is_step)
 {
-    nvtxRangePushA(name);
+    if (is_step != 2) nvtxRangePushA(name);
     if (g.depth >= MAX_DEPTH) {
         fprintf(stderr, "profiler: host ranges nested deeper than %d (at \"%s\")\n", MAX_DEPTH, name);
         exit(1);
@@ -344,6 +376,7 @@ static void range_pop(void)
         return;
     }
     int idx = g.stack[--g.depth];
+    const int nvtx = idx < 0 || g.ranges[idx].is_step != 2;
     if (idx >= 0) {
         uint64_t t = 0, last = 0;
         CUPTI_CHECK(cuptiGetTimestamp(&t));
@@ -351,7 +384,7 @@ static void range_pop(void)
         CUPTI_CHECK(cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1,
                                                           &last));
     }
-    nvtxRangePop();
+    if (nvtx) nvtxRangePop();
 }
 
 void prof_range_push(const char *name) { range_push(name, 0); }
@@ -380,8 +413,18 @@ void prof_step_begin(int step, int active)
     if (g.recording)
         CUPTI_CHECK(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
                                                            (uint64_t)step + 1));
-    g.step_range = step != 0;
-    if (g.step_range) range_push("attn_fwd", 1);
+    /* An active step is also a "ProfilerStep#N" range around attn_fwd, as torch.profiler's
+     * schedule writes it (the trace numbers it step + 1: wait and warm-up are torch's steps 0
+     * and 1); its table row is "ProfilerStep*", as key_averages() groups them. */
+    g.step_range = 0;
+    if (g.recording && step >= 1) {
+        range_push("ProfilerStep*", 2);
+        g.step_range++;
+    }
+    if (step != 0) {
+        range_push("attn_fwd", 1);
+        g.step_range++;
+    }
 }
 
 void prof_step_end(void)
@@ -398,7 +441,7 @@ void prof_step_end(void)
         }
         range_pop();
     }
-    if (g.step_range) range_pop();
+    while (g.step_range-- > 0) range_pop();
     if (g.recording) {
         uint64_t last = 0;
         CUPTI_CHECK(cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,

@@ -68,11 +68,14 @@ typedef struct {
     int range;                 /* innermost host range around the call, -1 if none */
 } api_call;
 
-/* One host range: "attn_fwd" (category user_annotation), stage host ops (cpu_op), "set-up"
- * ranges such as "cudnn_build_plan" (cpu_op, step 0). */
+/* One host range: "ProfilerStep*" around each active step and "attn_fwd" inside it (category
+ * user_annotation), stage host ops (cpu_op), "set-up" ranges such as "cudnn_build_plan"
+ * (cpu_op, step 0). */
 typedef struct {
-    const char *name;
-    int is_step;               /* 1 for the attn_fwd range of a step */
+    const char *name;          /* "ProfilerStep*" for every step's ProfilerStep range (the table's
+                                  row; the trace names it "ProfilerStep#<step + 1>") */
+    int is_step;               /* 1 for the attn_fwd range of a step, 2 for its ProfilerStep
+                                  range (no NVTX range), 0 otherwise */
     int depth;                 /* nesting level, attn_fwd = 0 */
     int parent;                /* index in profile.ranges of the enclosing range, -1 if none */
     uint64_t start_ns, end_ns;
@@ -90,14 +93,21 @@ typedef struct {
     char **strings; size_t n_strings;    /* names owned by the profile (freed by prof_free) */
 } profile;
 
-/* Registers the buffer callbacks and enables the activity kinds. Call after cudaGetDeviceCount
- * and before the first context-creating CUDA call of the process. CUPTI failures exit 1 via
- * CUPTI_CHECK. Without prof_init, steps and ranges only push NVTX ranges. */
+/* Subscribes to CUPTI, registers the buffer callbacks and enables the activity kinds. Call after
+ * cudaGetDeviceCount and before the first context-creating CUDA call of the process. When
+ * another CUPTI client owns CUPTI (Nsight Compute, Nsight Systems, cuda-gdb:
+ * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) it prints one line on stderr and records
+ * nothing (prof_cupti_owner says who); other CUPTI failures exit 1 via CUPTI_CHECK. Without
+ * prof_init, steps and ranges only push NVTX ranges. */
 void prof_init(void);
+
+/* The CUPTI client that made prof_init step aside ("CUPTI for Nsight Compute", ...), or NULL. */
+const char *prof_cupti_owner(void);
 
 /* Steps. prof_step_begin(0, 1) opens the set-up phase (no attn_fwd range). Any other step is a
  * forward: it opens the "attn_fwd" NVTX range; when active (step >= 1, active = 1) it also opens
- * the recorded "attn_fwd" host range and pushes the step's external-correlation id. Inactive steps
+ * the recorded "ProfilerStep*" and "attn_fwd" host ranges (one inside the other) and pushes the
+ * step's external-correlation id. Inactive steps
  * (active = 0, any step number) are run but their records dropped. Steps do not nest; host
  * ranges still open at prof_step_end are closed there (with a warning). */
 void prof_step_begin(int step, int active);

@@ -12,6 +12,8 @@
 extern "C" {
 #endif
 
+struct counter_pass;
+
 typedef struct {
     const char *stage;             /* "05_flash" */
     const char *idea;              /* the stage's one-line idea */
@@ -19,6 +21,7 @@ typedef struct {
     const struct cudaDeviceProp *prop;    /* the device the stage ran on (NULL: no device lines, no
                                       occupancy) */
     int device;                    /* its ordinal (GPU lane pid in the trace) */
+    const struct counter_pass *counters;  /* the counter pass (counters.h); NULL: none was made */
 } report_info;
 
 #ifdef __cplusplus

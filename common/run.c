@@ -11,8 +11,12 @@
  *     forward is one step inside an `attn_fwd` range (profiler.c);
  *  5. gpu_us: CUDA events around 20 back-to-back forwards (the queue kept full), median of
  *     10 batches (3 when a batch is slow), outside the profiler; cpu_us: median host time of one forward call;
- *  6. a `check:` line, the table (table.c), the trace (trace.c), the summary line (last line of
+ *  6. the counter pass (counters.c): one more forward under CUPTI's Range Profiler, per-kernel
+ *     DRAM bytes, achieved occupancy, tensor pipe (skipped by --no-counters);
+ *  7. a `check:` line, the table (table.c), the trace (trace.c), the summary line (last line of
  *     stdout); exit 0, or 1 if stdout could not be written.
+ * When another CUPTI client owns CUPTI (run under ncu or nsys) the profiler steps aside: the
+ * check, the forwards and the timing run, the table, trace and counters are "off" (trace=none).
  * The --trace path is checked before the device (trace_check_path). Under ATTN_SANITIZE=1 (make
  * sanitize) there is no profiler, no timing (gpu_us=0.0 ...) and no trace (trace=none).
  */
@@ -26,6 +30,7 @@
 
 #include "check.h"
 #include "cli.h"
+#include "counters.h"
 #include "harness.h"
 #include "profiler.h"
 #include "reference.h"
@@ -87,6 +92,12 @@ static void count_per_step(const profile *p, int steps, char *kernels, char *mem
     else snprintf(kernels, len, "%d-%d", kmin, kmax);
     if (mmin == mmax) snprintf(memcpys, len, "%d", mmin);
     else snprintf(memcpys, len, "%d-%d", mmin, mmax);
+}
+
+static void forward_once(void *arg)
+{
+    attn_problem *p = arg;
+    ATTN_STAGE_SYMBOL.forward(p);
 }
 
 /* Poisoned run: the output rows holding a NaN must be exactly row `row` of head (0, 0), all of
@@ -276,28 +287,59 @@ int main(int argc, char **argv)
     const double tflops = gpu_us > 0 ? flops / (gpu_us * 1e-6) * 1e-12 : 0.0;
     const double peak = bf16_peak_tflops(&prop, device);
 
+    /* The counter pass: after the profiler has finished and after the timing, so neither the
+     * table, the trace nor gpu_us sees it. */
+    counter_pass ctr;
+    const char *owner = prof_cupti_owner();
+    if (owner) counters_set_state(&ctr, COUNTERS_OFF, owner);
+    else if (opt.sanitize) counters_set_state(&ctr, COUNTERS_DISABLED, "ATTN_SANITIZE=1");
+    else if (opt.no_counters) counters_set_state(&ctr, COUNTERS_DISABLED, "--no-counters");
+    else {
+        prof_step_begin(-1, 0); /* an unrecorded step: its NVTX ranges only */
+        counters_run(&ctr, device, forward_once, &p);
+        prof_step_end();
+    }
+
     report_info info;
     memset(&info, 0, sizeof info);
     info.stage = stage->name;
     info.idea = stage->idea;
     info.shape = *s;
     info.prop = &prop;
+    info.device = device;
+    info.counters = &ctr;
     if (!opt.quiet) {
         printf("%s", check_line);
         if (opt.poison_q >= 0) printf("; poisoned row %d is all NaN, as it must be", opt.poison_q);
         printf("\n");
-        table_print(stdout, &prof, &info);
+        if (owner) {
+            table_print_header(stdout, &prof, &info);
+            printf("Profiler: off (%s owns CUPTI: the table, trace and counters are off; our "
+                   "NVTX ranges attn_fwd and the host ops are in that tool's timeline)\n", owner);
+        } else {
+            table_print(stdout, &prof, &info);
+        }
     }
-    const int want_trace = strcmp(opt.trace, "none") != 0;
+    const int want_trace = !owner && strcmp(opt.trace, "none") != 0;
     if (want_trace) trace_write(opt.trace, &prof, &info);
 
-    char kps[32], mps[32];
-    count_per_step(&prof, opt.steps, kps, mps, sizeof kps);
+    char kps[32], mps[32], rd[32], wr[32];
+    if (owner) {
+        snprintf(kps, sizeof kps, "off");
+        snprintf(mps, sizeof mps, "off");
+    } else {
+        count_per_step(&prof, opt.steps, kps, mps, sizeof kps);
+    }
+    double read_b, write_b;
+    counters_step_bytes(&prof, &ctr, 1, &read_b, &write_b);
+    counters_format_summary(&ctr, read_b, rd, sizeof rd);
+    counters_format_summary(&ctr, write_b, wr, sizeof wr);
     printf("result stage=%s shape=%dx%dx%dx%d kernels_per_step=%s memcpy_per_step=%s gpu_us=%.1f "
-           "cpu_us=%.1f tflops=%.1f pct_peak=%.1f extra_bytes=%zu rel_l2=%.3e max_abs=%.3e "
-           "err_ratio=%.3f o_hash=%016llx check=PASS trace=%s\n",
+           "cpu_us=%.1f tflops=%.1f pct_peak=%.1f extra_bytes=%zu dram_read=%s dram_write=%s "
+           "rel_l2=%.3e max_abs=%.3e err_ratio=%.3f o_hash=%016llx check=PASS trace=%s
+",
            stage->name, s->batch, s->heads, s->seq, s->head_dim, kps, mps, gpu_us, cpu_us,
-           tflops, peak > 0 ? 100.0 * tflops / peak : 0.0, p.extra_bytes, chk.rel_l2,
+           tflops, peak > 0 ? 100.0 * tflops / peak : 0.0, p.extra_bytes, rd, wr, chk.rel_l2,
            chk.max_abs, chk.ratio, o_hash, want_trace ? opt.trace : "none");
 
     if (stage->teardown) stage->teardown(&p);
@@ -306,6 +348,7 @@ int main(int argc, char **argv)
     dev_free((void *)p.v);
     dev_free(p.o);
     prof_free(&prof);
+    counters_free(&ctr);
     free(rows);
     free(hq); free(hk); free(hv); free(ho);
     cli_check_stdout(); /* exit 1 if the table or the summary line could not be written */

@@ -1,8 +1,10 @@
 /* table.c: the torch.profiler-style table (layout and row rules in table.h). */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "counters.h"
 #include "occupancy.h"
 #include "table.h"
 
@@ -303,9 +305,12 @@ void table_print_header(FILE *out, const profile *p, const report_info *info)
     if (info->prop)
         fprintf(out, "device %s (%d SMs, sm_%d%d) | ", info->prop->name,
                 info->prop->multiProcessorCount, info->prop->major, info->prop->minor);
-    fprintf(out, "shape %dx%dx%dx%d (batch x heads x seq x head_dim), bf16, causal | "
-            "%d profiled steps, times summed over them\n", info->shape.batch, info->shape.heads,
-            info->shape.seq, info->shape.head_dim, p->active_steps);
+    fprintf(out, "shape %dx%dx%dx%d (batch x heads x seq x head_dim), bf16, causal | ",
+            info->shape.batch, info->shape.heads, info->shape.seq, info->shape.head_dim);
+    if (p->active_steps > 0)
+        fprintf(out, "%d profiled steps, times summed over them\n", p->active_steps);
+    else
+        fprintf(out, "no profiled steps\n");
 }
 
 static int same_config(const gpu_activity *a, const gpu_activity *b)
@@ -316,6 +321,103 @@ static int same_config(const gpu_activity *a, const gpu_activity *b)
            a->smem_optin == b->smem_optin &&
            (a->launch_api == b->launch_api ||
             (a->launch_api && b->launch_api && strcmp(a->launch_api, b->launch_api) == 0));
+}
+
+/* The counters of every launch of a's configuration in the first active step that has one:
+ * bytes and instructions summed, percentages averaged. Returns the launches found (0: none). */
+static int config_counters(const profile *p, const report_info *info, const gpu_activity *a,
+                           kernel_counters *sum, double *write, int *write_from_l2)
+{
+    int step = -1, n = 0;
+    for (size_t i = 0; i < p->n_acts && step < 0; i++)
+        if (p->acts[i].kind == ACT_KERNEL && p->acts[i].step >= 1 && same_config(&p->acts[i], a))
+            step = p->acts[i].step;
+    for (int m = 0; m < CTR_N; m++) sum->v[m] = 0.0;
+    *write = 0.0;
+    *write_from_l2 = 0;
+    for (size_t i = 0; i < p->n_acts; i++) {
+        const gpu_activity *b = &p->acts[i];
+        if (b->kind != ACT_KERNEL || b->step != step || !same_config(b, a)) continue;
+        const kernel_counters *k = counters_for(p, info->counters, b);
+        if (!k) return 0;
+        for (int m = 0; m < CTR_N; m++) sum->v[m] += k->v[m];   /* NaN stays NaN */
+        int l2 = 0;
+        *write += counters_kernel_write(k, &l2);
+        *write_from_l2 |= l2;
+        n++;
+    }
+    if (n > 1)
+        for (int m = CTR_WARPS_ACTIVE; m <= CTR_HMMA_PCT; m++) sum->v[m] /= n;
+    return n;
+}
+
+/* "    counters: ..." under a kernel's details line, when the counter pass measured it. */
+static void print_kernel_counters(FILE *out, const profile *p, const report_info *info,
+                                  const gpu_activity *a)
+{
+    kernel_counters k;
+    double write;
+    int from_l2;
+    const int n = config_counters(p, info, a, &k, &write, &from_l2);
+    if (n == 0) return;
+    char rd[32], wr[32], dw[32], occ[32], th[32], tp[32], hp[32], hm[48], gm[48];
+    counters_format_bytes(k.v[CTR_DRAM_READ], rd, sizeof rd);
+    counters_format_bytes(write, wr, sizeof wr);
+    counters_format_bytes(k.v[CTR_DRAM_WRITE], dw, sizeof dw);
+    counters_format_pct(k.v[CTR_WARPS_ACTIVE], occ, sizeof occ);
+    counters_format_pct(k.v[CTR_TENSOR_PCT], tp, sizeof tp);
+    counters_format_pct(k.v[CTR_HMMA_PCT], hp, sizeof hp);
+    counters_format_count(k.v[CTR_HMMA_INST], hm, sizeof hm);
+    counters_format_count(k.v[CTR_GMMA_INST], gm, sizeof gm);
+    occ_result o;
+    if (info->prop && occupancy_of_activity(info->prop, a, &o) == 0)
+        snprintf(th, sizeof th, "%.2f%%", o.occupancy_pct);
+    else
+        snprintf(th, sizeof th, "-");
+    const char *cls = counters_tensor_class(&k);
+    char wnote[96];
+    if (from_l2) snprintf(wnote, sizeof wnote, "L2 write sectors; DRAM saw %s during the kernel", dw);
+    else snprintf(wnote, sizeof wnote, "DRAM write counter");
+    fprintf(out, "    counters%s: DRAM read %s, written %s (%s), achieved occupancy %s "
+            "(theoretical %s), tensor pipe %s active (HMMA-class %s), tensor instructions "
+            "%s HMMA-class / %s GMMA: %s\n", n > 1 ? " (all launches of the step)" : "", rd, wr,
+            wnote, occ, th, tp, hp, hm, gm, cls);
+}
+
+/* The line under the kernel details that says what the counters are, or why there are none. */
+static void print_counters_note(FILE *out, const profile *p, const report_info *info)
+{
+    const counter_pass *c = info->counters;
+    if (!c) return;
+    switch (c->state) {
+    case COUNTERS_ON: {
+        double r, w;
+        char rb[32], wb[32];
+        if (counters_step_bytes(p, c, 1, &r, &w) != 0) {
+            fprintf(out, "Counters: the counter pass saw %zu kernels, a profiled step has a "
+                    "different count: not mapped (-)\n", c->n);
+            return;
+        }
+        counters_format_bytes(r, rb, sizeof rb);
+        counters_format_bytes(w, wb, sizeof wb);
+        fprintf(out, "Counters: one more forward under CUPTI's Range Profiler (%d pass%s, kernel "
+                "replay), after the timed and traced steps; durations there are not comparable. "
+                "Written = the larger of DRAM writes and L2 write sectors x 32 B (an output still "
+                "in L2 when the kernel ends reaches DRAM later). Per forward: DRAM read %s, "
+                "written %s (kernels from the counters; copies and memsets from their activity "
+                "records)\n", c->passes, c->passes == 1 ? "" : "es", rb, wb);
+        return;
+    }
+    case COUNTERS_OFF:
+        fprintf(out, "Counters: off (%s owns CUPTI)\n", c->why);
+        return;
+    case COUNTERS_DISABLED:
+        fprintf(out, "Counters: - (%s)\n", c->why[0] ? c->why : "--no-counters");
+        return;
+    default:
+        fprintf(out, "Counters: - (%s)\n", c->why[0] ? c->why : "not measured");
+        return;
+    }
 }
 
 void table_print_kernel_details(FILE *out, const profile *p, const report_info *info)
@@ -350,8 +452,10 @@ void table_print_kernel_details(FILE *out, const profile *p, const report_info *
             if (o.kineto_pct != o.est_pct) fprintf(out, ", Kineto: %d%%", o.kineto_pct);
         }
         fprintf(out, ", launch %s\n", a->launch_api ? a->launch_api : "unknown");
+        print_kernel_counters(out, p, info, a);
     }
     free(seen);
+    print_counters_note(out, p, info);
 }
 
 void table_print(FILE *out, const profile *p, const report_info *info)

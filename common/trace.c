@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "counters.h"
 #include "occupancy.h"
 #include "trace.h"
 
@@ -322,6 +323,17 @@ static void put_kernel_args(writer *w, const gpu_activity *a, const report_info 
     trace_json_string(f, a->launch_api ? a->launch_api : "");
 }
 
+/* ", \"<metric>\": value" for each measured counter of k (Kineto's arg names: the metrics'). */
+static void put_counter_args(FILE *f, const kernel_counters *k)
+{
+    for (int m = 0; m < CTR_N; m++) {
+        if (isnan(k->v[m])) continue;
+        fprintf(f, ", \"%s\": %.17g", COUNTER_METRIC[m], k->v[m]);
+    }
+}
+
+static int runtime_launch(const char *api) { return api && strncmp(api, "cudaLaunch", 10) == 0; }
+
 int trace_write_stream(FILE *f, const profile *p, const report_info *info, const char *trace_name)
 {
     const char *stage = info->stage ? info->stage : "attn";
@@ -344,6 +356,9 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
     trace_json_string(f, info->idea ? info->idea : "");
     fprintf(f, ",\n  \"shape\": {\"batch\": %d, \"heads\": %d, \"seq\": %d, \"head_dim\": %d},\n",
             info->shape.batch, info->shape.heads, info->shape.seq, info->shape.head_dim);
+    /* One process, rank 0 of 1, as torch.profiler writes it for a distributed job: Kineto's
+     * analysis tools (HolisticTraceAnalysis) key traces by this rank. */
+    fputs("  \"distributedInfo\": {\"backend\": \"none\", \"rank\": 0, \"world_size\": 1},\n", f);
     fprintf(f, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": %" PRIu64 ",\n", w.base);
     fputs("  \"traceEvents\": [", f);
 
@@ -352,8 +367,10 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
     /* host ranges */
     for (size_t i = 0; i < p->n_ranges; i++) {
         const host_range *r = &p->ranges[i];
-        begin_complete(&w, r->is_step ? "user_annotation" : "cpu_op", r->name, p->pid, p->tid,
-                       r->start_ns, r->end_ns);
+        char step_name[48];
+        if (r->is_step == 2) snprintf(step_name, sizeof step_name, "ProfilerStep#%d", r->step + 1);
+        begin_complete(&w, r->is_step ? "user_annotation" : "cpu_op",
+                       r->is_step == 2 ? step_name : r->name, p->pid, p->tid, r->start_ns, r->end_ns);
         fprintf(f, "\"step\": %d}}", r->step);
     }
 
@@ -382,6 +399,8 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
         begin_complete(&w, cat, a->name, a->device, a->stream, a->start_ns, a->end_ns);
         if (a->kind == ACT_KERNEL) {
             put_kernel_args(&w, a, info);
+            const kernel_counters *k = counters_for(p, info->counters, a);
+            if (k) put_counter_args(f, k);
         } else {
             const uint64_t d = a->end_ns > a->start_ns ? a->end_ns - a->start_ns : 0;
             fprintf(f, "\"device\": %" PRIu32 ", \"context\": %" PRIu32 ", \"stream\": %" PRIu32
@@ -395,6 +414,27 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
         }
         fprintf(f, ", \"step\": %d}}", a->step);
         if (a->launch_api) put_flow(&w, "f", a->correlation, a->device, a->stream, a->start_ns);
+    }
+
+    /* The counters as Kineto's range profiler wrote them (libkineto CuptiRangeProfiler.cpp):
+     * one "cuda_profiler_range" event per kernel, named after it, args = its correlation id and
+     * one number per metric. Only kernels launched through the runtime (cudaLaunch*) get one:
+     * HolisticTraceAnalysis pairs these events 1:1, in time order, with the trace's
+     * cudaLaunchKernel calls. Times are the kernel's traced ones (the counter pass's own are
+     * not comparable). */
+    for (size_t i = 0; i < p->n_acts; i++) {
+        const gpu_activity *a = &p->acts[i];
+        const kernel_counters *k = a->kind == ACT_KERNEL ? counters_for(p, info->counters, a) : NULL;
+        if (!k || !runtime_launch(a->launch_api)) continue;
+        begin_complete(&w, "cuda_profiler_range", a->name, a->device, a->stream, a->start_ns,
+                       a->end_ns);
+        /* device and stream as on the kernel: HTA then places the event on the GPU side of its
+         * correlation join (without a stream it would be a second CPU event of the launch's
+         * correlation id and duplicate the kernel in HTA's frame) */
+        fprintf(f, "\"device\": %" PRIu32 ", \"stream\": %" PRIu32 ", \"correlation\": %" PRIu32,
+                a->device, a->stream, a->correlation);
+        put_counter_args(f, k);
+        fprintf(f, ", \"step\": %d}}", a->step);
     }
 
     /* attn_fwd on the GPU lane: per active step and stream, first start to last end, widened by

@@ -5,7 +5,16 @@
  *
  *   {"schemaVersion": 1, "deviceProperties": [{...as Kineto...}], "cuda_driver_version": ...,
  *    "cuda_runtime_version": ..., "cupti_version": ..., "stage": ..., "idea": ..., "shape": [...],
+ *    "distributedInfo": {"backend": "none", "rank": 0, "world_size": 1},
  *    "displayTimeUnit": "ms", "baseTimeNanoseconds": N, "traceEvents": [...], "traceName": PATH}
+ *
+ * Steps as torch.profiler writes them: each active step is a user_annotation "ProfilerStep#N"
+ * (N = step + 1, torch's numbering after the schedule's wait and warm-up steps) around its
+ * attn_fwd, so HolisticTraceAnalysis finds the iterations. Counters (counters.h, when the
+ * counter pass measured them): each kernel's metrics as extra kernel args under their metric
+ * names, and one "cuda_profiler_range" complete event per runtime-launched kernel (name = the
+ * kernel, args = correlation + the metrics, the kernel's traced ts/dur), as Kineto's range
+ * profiler wrote them.
  *
  * Events: complete events (ph "X", ts/dur in µs with 3 decimals, ts relative to
  * baseTimeNanoseconds) in categories user_annotation (attn_fwd), cpu_op (the stage's host ops and

@@ -162,3 +162,21 @@ memset_rows() {
     [ "$status" -eq 2 ]
     [[ "$output" == *"ATTN_GEMM_ALGO=x"* ]]
 }
+
+# ---- counters (the counter pass, common/counters.c) -----------------------------------------
+# S (and P) of 8x16x1024x64 in bf16 is 8*16*1024*1024*2 B = 256 MiB. The scores go to DRAM and
+# back at least four times per forward (GEMM writes S, scale reads and writes, the copy, the fill,
+# softmax reads and writes, GEMM reads P): DRAM read + written >= 4 x 256 MiB.
+@test "01_naive default shape, counters: DRAM traffic >= 4 passes over S; achieved <= theoretical" {
+    run_stage 01_naive
+    printf '%s\n' "$output" | sed -n '/^Kernel details/,$p'
+    [ "$status" -eq 0 ]
+    local rd wr
+    rd=$(field dram_read)
+    wr=$(field dram_write)
+    [[ "$rd" =~ ^[0-9]+$ ]]
+    [[ "$wr" =~ ^[0-9]+$ ]]
+    at_most "4 * 268435456" "$rd + $wr"
+    assert_achieved_le_theoretical
+    printf '%s\n' "$output" | grep -q '^Counters: one more forward under CUPTI'
+}

@@ -156,3 +156,77 @@ shape_case() {
     [ "$(field kernels_per_step)" = 1 ]
     assert_flash_kernels 128
 }
+
+# ---- counters (the counter pass, common/counters.c) -----------------------------------------
+# Q, K and V of 8x16x1024x64 in bf16: 3 x 16 MiB.
+QKV_BYTES=$((3 * 8 * 16 * 1024 * 64 * 2))
+
+@test "05_flash default shape, counters: DRAM reads within 1.5 x Q+K+V, HMMA and no GMMA, achieved <= theoretical" {
+    run_stage 05_flash
+    printf '%s\n' "$output" | sed -n '/^Kernel details/,$p'
+    [ "$status" -eq 0 ]
+    local rd hmma gmma
+    rd=$(field dram_read)
+    [[ "$rd" =~ ^[0-9]+$ ]]
+    [[ "$(field dram_write)" =~ ^[0-9]+$ ]]
+    at_most "$rd" "1.5 * $QKV_BYTES"
+    hmma=$(trace_query "$TRACE" counter "^$D64_KERNEL" sm__inst_executed_pipe_tensor_op_hmma.sum | head -n 1)
+    gmma=$(trace_query "$TRACE" counter "^$D64_KERNEL" sm__inst_executed_pipe_tensor_op_gmma.sum | head -n 1)
+    echo "HMMA-class $hmma, GMMA $gmma"
+    at_most 1 "$hmma"
+    [ "$gmma" = 0 ]
+    assert_achieved_le_theoretical
+    printf '%s\n' "$output" | grep -qE '^    counters: DRAM read .* tensor instructions [0-9,]+ HMMA-class / 0 GMMA: mma\.sync \(HMMA\)$'
+    [ "$(trace_query "$TRACE" count cuda_profiler_range)" -eq 3 ]
+    [ "$(trace_query "$TRACE" profiler-steps | tr '\n' ' ')" = "ProfilerStep#2 ProfilerStep#3 ProfilerStep#4 " ]
+    printf '%s\n' "$output" | grep -qE '^ +ProfilerStep\* '
+}
+
+# The counter pass runs after the timing: gpu_us with it and with --no-counters agree within
+# 10% (two medians of 10 batches of 20 forwards each; the run-to-run spread is a few %).
+@test "05_flash: the counter pass leaves gpu_us within noise of a run with --no-counters" {
+    run_stage 05_flash --quiet
+    [ "$status" -eq 0 ]
+    local with without
+    with=$(field gpu_us)
+    [[ "$(field dram_read)" =~ ^[0-9]+$ ]]
+    run_stage 05_flash --quiet --no-counters
+    [ "$status" -eq 0 ]
+    without=$(field gpu_us)
+    [ "$(field dram_read)" = "-" ]
+    [ "$(field dram_write)" = "-" ]
+    echo "gpu_us with counters $with, without $without"
+    at_most "abs($with - $without)" "0.10 * $without"
+}
+
+# Under Nsight Compute our profiler steps aside (one stderr line), the check and the forwards
+# run, exit 0, and ncu profiles the kernel.
+@test "05_flash under ncu: exit 0, ncu reports the kernel, our profiler is off" {
+    local ncu
+    ncu=$(find_tool ncu)
+    [ -n "$ncu" ] || skip "ncu (Nsight Compute) not found"
+    run timeout 300 "$ncu" --clock-control none -k regex:flash_fwd -c 1 "$ROOT/05_flash/run" --steps 1 --trace none
+    printf '%s\n' "$output" | head -n 40
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | grep -q "$D64_KERNEL"
+    printf '%s\n' "$output" | grep -q '^profiler: CUPTI is in use by '
+    [ "$(field check)" = PASS ]
+    [ "$(field kernels_per_step)" = off ]
+    [ "$(field dram_read)" = off ]
+    [ "$(field trace)" = none ]
+}
+
+@test "05_flash under nsys: exit 0, nsys sees the kernel and our NVTX ranges" {
+    local nsys
+    nsys=$(find_tool nsys)
+    [ -n "$nsys" ] || skip "nsys (Nsight Systems) not found"
+    run timeout 300 "$nsys" profile --trace cuda,nvtx --force-overwrite true -o "$BATS_TEST_TMPDIR/r" "$ROOT/05_flash/run" --steps 1 --trace none
+    printf '%s\n' "$output" | tail -n 20
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | grep -q '^profiler: CUPTI is in use by '
+    [ "$(field check)" = PASS ]
+    run "$nsys" stats --report cuda_gpu_kern_sum,nvtx_sum "$BATS_TEST_TMPDIR/r.nsys-rep"
+    printf '%s\n' "$output" | grep -E "flash_fwd|attn_fwd|_flash_attention_forward"
+    printf '%s\n' "$output" | grep -q "$D64_KERNEL"
+    printf '%s\n' "$output" | grep -q 'attn_fwd'
+}

@@ -142,3 +142,18 @@ print('cpu_us cached', c, 'rebuild', r); sys.exit(0 if r > 10 * c else 1)"
     [ "$status" -eq 0 ]
     [[ "$output" == *"--rebuild-plan"* ]]
 }
+
+# ---- counters (the counter pass, common/counters.c) -----------------------------------------
+@test "06_cudnn default shape, counters: cuDNN's kernel runs wgmma (GMMA > 0); achieved <= theoretical" {
+    require_gpu
+    run_stage 06_cudnn
+    printf '%s\n' "$output" | sed -n '/^Kernel details/,$p'
+    [ "$status" -eq 0 ]
+    local gmma
+    gmma=$(trace_query "$TRACE" counter "sdpa" sm__inst_executed_pipe_tensor_op_gmma.sum | head -n 1)
+    echo "GMMA $gmma"
+    at_most 1 "$gmma"
+    [[ "$(field dram_read)" =~ ^[0-9]+$ ]]
+    assert_achieved_le_theoretical
+    printf '%s\n' "$output" | grep -qE '^    counters: .*: wgmma \(GMMA\)$'
+}

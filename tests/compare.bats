@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # CPU-only: bench/compare.py (`make compare`) renders the stages' summary lines as one table, a
 # Markdown file and an SVG bar chart. tests/data/compare_summary.txt holds canned lines with H200
-# numbers at the blog's shape 8x16x1024x64 (01: 6 activities, 703.8 us, 545 MiB of scores, mask and
+# numbers at the blog's shape 8x16x1024x64 (dram_read/dram_write from the H200 counter pass; 01: 6 activities, 703.8 us, 545 MiB of scores, mask and
 # cuBLAS workspace; 03: 20, 2344.2 us, 1.29 GiB; 06: memset + kernel, 63.4 us, a 256 B workspace).
 load helpers
 
@@ -43,14 +43,15 @@ EOF
     render "$DATA"
     [ "$status" -eq 0 ]
     [[ "$output" == *"shape 8x16x1024x64"* ]]
-    printf '%s\n' "$output" | grep -qE '^stage +GPU ops/step +GPU µs/step +host µs/call +TFLOP/s +% of peak +extra device memory +rel\. error +idea$'
-    # stage, ops/step, GPU us, host us, TFLOP/s, % of peak, extra memory, rel. error, idea
-    row 01_naive     | grep -qE '^01_naive +6 +703\.8 +41\.7 +24\.4 +2\.5 +545\.0 MiB +3\.112e-03 +cuBLAS bf16 GEMM'
-    row 02_inplace   | grep -qE '^02_inplace +5 +576\.0 +36\.2 +29\.8 +3\.0 +545\.0 MiB +3\.112e-03 +01 with the mask applied in place'
-    row 03_math      | grep -qE '^03_math +20 +2344\.2 +97\.5 +7\.3 +0\.7 +1\.29 GiB +1\.561e-03 +PyTorch.s SDPA math backend'
-    row 04_efficient | grep -qE '^04_efficient +1 +99\.8 +3\.4 +172\.1 +17\.4 +0 +1\.571e-03 +one tiled kernel'
-    row 05_flash     | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +0 +1\.567e-03 +one kernel, one sweep'
-    row 06_cudnn     | grep -qE '^06_cudnn +2 +63\.4 +5\.1 +271\.0 +27\.4 +256 B +1\.585e-03 +cuDNN 9 backend API'
+    printf '%s\n' "$output" | grep -qE '^stage +GPU ops/step +GPU µs/step +host µs/call +TFLOP/s +% of peak +DRAM bytes/fwd +FLOP/byte +extra device memory +rel\. error +idea$'
+    # stage, ops/step, GPU us, host us, TFLOP/s, % of peak, DRAM bytes/fwd (dram_read + dram_write),
+    # FLOP/byte (2*8*16*1024^2*64 = 17179869184 FLOP over those bytes), extra memory, rel. error, idea
+    row 01_naive     | grep -qE '^01_naive +6 +703\.8 +41\.7 +24\.4 +2\.5 +2\.84 GB +6\.1 +545\.0 MiB +3\.112e-03 +cuBLAS bf16 GEMM'
+    row 02_inplace   | grep -qE '^02_inplace +5 +576\.0 +36\.2 +29\.8 +3\.0 +2\.30 GB +7\.5 +545\.0 MiB +3\.112e-03 +01 with the mask applied in place'
+    row 03_math      | grep -qE '^03_math +20 +2344\.2 +97\.5 +7\.3 +0\.7 +6\.60 GB +2\.6 +1\.29 GiB +1\.561e-03 +PyTorch.s SDPA math backend'
+    row 04_efficient | grep -qE '^04_efficient +1 +99\.8 +3\.4 +172\.1 +17\.4 +93\.5 MB +183\.8 +0 +1\.571e-03 +one tiled kernel'
+    row 05_flash     | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +106\.5 MB +161\.3 +0 +1\.567e-03 +one kernel, one sweep'
+    row 06_cudnn     | grep -qE '^06_cudnn +2 +63\.4 +5\.1 +271\.0 +27\.4 +85\.3 MB +201\.5 +256 B +1\.585e-03 +cuDNN 9 backend API'
     # exactly six stage rows, in order; the "cudnn: " lines of the canned file are not rows
     [ "$(printf '%s\n' "$output" | grep -oE '^0[1-6]_[a-z]+' | tr '\n' ' ')" = \
       "01_naive 02_inplace 03_math 04_efficient 05_flash 06_cudnn " ]
@@ -63,12 +64,12 @@ EOF
     md="$OUTDIR/compare.md"
     [ -f "$md" ]
     cat "$md"
-    grep -qxF '| stage | idea | GPU ops/step | GPU µs/step | host µs/call | TFLOP/s | % of peak | extra device memory | rel. error |' "$md"
-    grep -qxF '|:---|:---|---:|---:|---:|---:|---:|---:|---:|' "$md"
-    grep -qE '^\| `01_naive` \| cuBLAS bf16 GEMM .* \| 6 \| 703\.8 \| 41\.7 \| 24\.4 \| 2\.5 \| 545\.0 MiB \| 3\.112e-03 \|$' "$md"
-    grep -qE '^\| `03_math` \| .* \| 20 \| 2344\.2 \| 97\.5 \| 7\.3 \| 0\.7 \| 1\.29 GiB \| 1\.561e-03 \|$' "$md"
-    grep -qE '^\| `05_flash` \| .* \| 1 \| 103\.4 \| 3\.8 \| 166\.1 \| 16\.8 \| 0 \| 1\.567e-03 \|$' "$md"
-    grep -qE '^\| `06_cudnn` \| .* \| 2 \| 63\.4 \| 5\.1 \| 271\.0 \| 27\.4 \| 256 B \| 1\.585e-03 \|$' "$md"
+    grep -qxF '| stage | idea | GPU ops/step | GPU µs/step | host µs/call | TFLOP/s | % of peak | DRAM bytes/fwd | FLOP/byte | extra device memory | rel. error |' "$md"
+    grep -qxF '|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|' "$md"
+    grep -qE '^\| `01_naive` \| cuBLAS bf16 GEMM .* \| 6 \| 703\.8 \| 41\.7 \| 24\.4 \| 2\.5 \| 2\.84 GB \| 6\.1 \| 545\.0 MiB \| 3\.112e-03 \|$' "$md"
+    grep -qE '^\| `03_math` \| .* \| 20 \| 2344\.2 \| 97\.5 \| 7\.3 \| 0\.7 \| 6\.60 GB \| 2\.6 \| 1\.29 GiB \| 1\.561e-03 \|$' "$md"
+    grep -qE '^\| `05_flash` \| .* \| 1 \| 103\.4 \| 3\.8 \| 166\.1 \| 16\.8 \| 106\.5 MB \| 161\.3 \| 0 \| 1\.567e-03 \|$' "$md"
+    grep -qE '^\| `06_cudnn` \| .* \| 2 \| 63\.4 \| 5\.1 \| 271\.0 \| 27\.4 \| 85\.3 MB \| 201\.5 \| 256 B \| 1\.585e-03 \|$' "$md"
     [ "$(grep -cE '^\| `0[1-6]_' "$md")" -eq 6 ]
     grep -qF '](compare.svg)' "$md"
 }
@@ -88,6 +89,45 @@ EOF
     grep -qF '703.8 µs' "$OUTDIR/compare.svg"
     grep -qF '>10 µs<' "$OUTDIR/compare.svg"
     grep -qF '>10 ms<' "$OUTDIR/compare.svg"
+}
+
+# The roofline: FLOP/byte = 17179869184 / (dram_read + dram_write); the bandwidth roof at that
+# intensity is FLOP/byte x 4.2 TB/s (01: 6.05 x 4.2 = 25.4 TFLOP/s, against 24.4 measured).
+@test "compare render: roofline.svg, one point per stage with counters, the roofs, the numbers on stdout" {
+    render "$DATA"
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | grep -qxF 'roofline 01_naive: 6.1 FLOP/byte, 24.4 TFLOP/s (bandwidth roof there: 25.4)'
+    printf '%s\n' "$output" | grep -qxF 'roofline 03_math: 2.6 FLOP/byte, 7.3 TFLOP/s (bandwidth roof there: 10.9)'
+    printf '%s\n' "$output" | grep -qxF 'roofline 06_cudnn: 201.5 FLOP/byte, 271.0 TFLOP/s (bandwidth roof there: 790.0)'
+    grep -qF '](roofline.svg)' "$OUTDIR/compare.md"
+    run python3 - "$OUTDIR/roofline.svg" <<'EOF'
+import sys, xml.dom.minidom
+doc = xml.dom.minidom.parse(sys.argv[1])
+def text_of(n):
+    return "".join(c.data for c in n.childNodes if c.nodeType == c.TEXT_NODE)
+pts = [text_of(t).split(" ")[0] for t in doc.getElementsByTagName("text") if t.getAttribute("class") == "point-label"]
+roofs = [text_of(t) for t in doc.getElementsByTagName("text") if t.getAttribute("class") == "roof-label"]
+circles = [c for c in doc.getElementsByTagName("circle") if c.getAttribute("class") == "point"]
+print(" ".join(pts))
+print(len(circles), len(doc.getElementsByTagName("polyline")))
+print(" | ".join(roofs))
+# x grows with intensity: 03 (2.6) < 01 (6.1) < 02 (7.5) < 05 (161) < 04 (184) < 06 (202)
+xs = {t: float(c.getAttribute("cx")) for t, c in zip(pts, circles)}
+print(" ".join(sorted(xs, key=xs.get)))
+EOF
+    echo "$output"
+    [ "${lines[0]}" = "01_naive 02_inplace 03_math 04_efficient 05_flash 06_cudnn" ]
+    [ "${lines[1]}" = "6 2" ]
+    [ "${lines[2]}" = "bf16 tensor cores ≈790 TFLOP/s | FP32 CUDA cores ≈67 TFLOP/s (03_math) | DRAM ≈4.2 TB/s" ]
+    [ "${lines[3]}" = "03_math 01_naive 02_inplace 05_flash 04_efficient 06_cudnn" ]
+}
+
+@test "compare render: summary lines without counters (dram_read=-) have '-' columns and no roofline point" {
+    sed -e 's/dram_read=[0-9]* dram_write=[0-9]*/dram_read=- dram_write=-/' "$DATA" > "$BATS_TEST_TMPDIR/summary.txt"
+    render "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$status" -eq 0 ]
+    row 05_flash | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +- +- +0 +'
+    [ "$(grep -c 'class="point"' "$OUTDIR/roofline.svg" || true)" -eq 0 ]
 }
 
 @test "compare render: a stage that refused the shape is listed as not supported, with its message" {

@@ -37,3 +37,29 @@ assert_rel_l2_le() {
     python3 -c "import sys; e=float('$err'); sys.exit(0 if e <= $1 else 1)" || {
         echo "rel_l2=$err exceeds $1"; return 1; }
 }
+
+# at_most A B: exit 0 when the number A <= B (python3 arithmetic: A and B may be expressions).
+at_most() {
+    python3 -c "import sys; a = float($1); b = float($2); print('%g <= %g ?' % (a, b)); sys.exit(0 if a <= b else 1)"
+}
+
+# The CUPTI-client tests: a tool (ncu, nsys) from PATH or the CUDA toolkit's bin, else empty.
+find_tool() {
+    command -v "$1" 2>/dev/null || { [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/$1" ] && echo "${CUDA_HOME:-/usr/local/cuda}/bin/$1"; } || true
+}
+
+# Every kernel of $TRACE that has counters: achieved occupancy (sm__warps_active, % of peak)
+# at most the theoretical occupancy we compute + 1 percentage point (the counter averages warps
+# over active cycles; one point covers its sampling granularity). Prints each pair.
+assert_achieved_le_theoretical() {
+    local pairs
+    pairs=$(trace_query "$TRACE" achieved)
+    printf '%s\n' "$pairs"
+    [ -n "$pairs" ]
+    printf '%s\n' "$pairs" | python3 -c '
+import sys
+bad = [l for l in sys.stdin.read().splitlines()
+       if l.split("\t")[2] == "-" or float(l.split("\t")[1]) > float(l.split("\t")[2]) + 1.0]
+print("over:", bad) if bad else None
+sys.exit(1 if bad else 0)'
+}

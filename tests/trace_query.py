@@ -9,7 +9,14 @@ WHAT:
   flows          the number of ac2g flow starts (ph s)
   launch-apis    the `launch api` arg of every kernel event, one per line
   occupancy      the `est. achieved occupancy %` arg of every kernel event, one per line
+  counter REGEX METRIC  METRIC's value in the kernel events whose name matches REGEX (one per
+                 line; "-" where the kernel has no such arg)
+  achieved       "name<TAB>achieved<TAB>theoretical" for every kernel with counters: the
+                 measured sm__warps_active % and our theoretical occupancy %
+  profiler-steps the names of the ProfilerStep ranges, one per line
+  rank           distributedInfo's rank
 """
+import re
 import json
 import sys
 
@@ -39,6 +46,23 @@ def main():
     elif what == "occupancy":
         for e in kernels:
             print(e["args"].get("est. achieved occupancy %", ""))
+    elif what == "counter":
+        rx, metric = re.compile(sys.argv[3]), sys.argv[4]
+        for e in kernels:
+            if rx.search(e["name"]):
+                print(e["args"].get(metric, "-"))
+    elif what == "achieved":
+        for e in kernels:
+            a = e["args"]
+            if "sm__warps_active.avg.pct_of_peak_sustained_active" in a:
+                print("%s\t%s\t%s" % (e["name"], a["sm__warps_active.avg.pct_of_peak_sustained_active"],
+                                      a.get("theoretical occupancy %", "-")))
+    elif what == "profiler-steps":
+        for e in ev:
+            if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
+                print(e["name"])
+    elif what == "rank":
+        print(doc["distributedInfo"]["rank"])
     else:
         sys.exit("trace_query.py: unknown query " + what)
 

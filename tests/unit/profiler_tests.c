@@ -257,7 +257,7 @@ int unit_join(int argc, char **argv)
 static const char *ODD_KERNEL = "void f<(anon)::T, 3>(char const*, \"q\\\"x\")\\path";
 static const char *SETUP_RANGE = "build_plan\t(set-up)\x01";
 
-static void synthetic_profile(profile *p)
+static void synthetic_profile_steps(profile *p, int profiler_steps)
 {
     const uint64_t T0 = 1700000000123456789ull;
     uint32_t corr = 1;
@@ -272,9 +272,13 @@ static void synthetic_profile(profile *p)
     int idx = 1;
     for (int s = 1; s <= 3; s++) {
         const uint64_t B = T0 + (uint64_t)s * 1000000ull;
+        if (profiler_steps) { /* ProfilerStep [-5 us, 405 us] around attn_fwd */
+            prof_test_range("ProfilerStep*", 2, -1, B - 5000, B + 405000, s);
+            idx++;
+        }
         const int fwd = idx, mm = idx + 1, mf = idx + 2, sm = idx + 3;
         idx += 4;
-        prof_test_range("attn_fwd", 1, -1, B, B + 400000, s);
+        prof_test_range("attn_fwd", 1, profiler_steps ? fwd - 1 : -1, B, B + 400000, s);
         prof_test_range("matmul", 0, fwd, B + 10000, B + 30000, s);
         prof_test_range("masked_fill", 0, fwd, B + 30000, B + 50000, s);
         prof_test_range("softmax", 0, fwd, B + 50000, B + 70000, s);
@@ -316,6 +320,8 @@ static void synthetic_profile(profile *p)
     p->cuda_runtime_version = 13000;
     p->cuda_driver_version = 13000;
 }
+
+static void synthetic_profile(profile *p) { synthetic_profile_steps(p, 0); }
 
 static void synthetic_report(report_info *info, struct cudaDeviceProp *prop)
 {
@@ -363,4 +369,12 @@ int unit_trace_check(int argc, char **argv)
     if (argc != 2) { fprintf(stderr, "trace-check: PATH\n"); return 2; }
     printf("%s\n", trace_check_path(argv[1]) == 1 ? "none" : "ok");
     return 0;
+}
+
+/* The synthetic profile with a ProfilerStep range around each step's attn_fwd, and its report
+ * (counters_tests.c adds the counters). */
+void unit_kineto_profile(profile *p, report_info *info, struct cudaDeviceProp *prop)
+{
+    synthetic_profile_steps(p, 1);
+    synthetic_report(info, prop);
 }

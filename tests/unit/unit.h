@@ -24,6 +24,12 @@
     X(table,            "table",            ": the table of a synthetic 3-step profile") \
     X(trace,            "trace",            "PATH: the trace of a synthetic profile") \
     X(trace_check,      "trace-check",      "PATH: trace_check_path's verdict (none, ok, or exit 2)") \
+    X(kineto_table,     "kineto-table",     "on|unavailable|off|disabled: the table of a synthetic profile with ProfilerStep ranges and counters in that state") \
+    X(kineto_trace,     "kineto-trace",     "PATH on|unavailable|off|disabled: its trace") \
+    X(kineto_summary,   "kineto-summary",   "on|unavailable|off|disabled: the summary line's dram_read= dram_write=") \
+    X(format_bytes,     "format-bytes",     "BYTES...: the counters' byte format of each value (nan: not measured)") \
+    X(format_pct,       "format-pct",       "PCT...: the counters' percentage format") \
+    X(format_count,     "format-count",     "N...: the counters' count format (thousands separators)") \
     X(ref_equal_scores, "ref-equal-scores", ": Q = 0 gives the running mean of V") \
     X(ref_row0,         "ref-row0",         ": row 0 of a causal head equals V[0]") \
     X(ref_two_keys,     "ref-two-keys",     ": two keys with a known score gap") \
