@@ -13,24 +13,29 @@
  *   Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao 2024, "FlashAttention-3: Fast and Accurate
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
- * This is rung 1 of the chapter's ladder (README.md, docs/perf-notes.md): no warp specialisation
- * yet. A block of 256 threads = 2 warpgroups owns one tile of 128 query rows (64 per warpgroup)
- * of one (batch, head) and walks the key tiles 0 .. diagonal of 128 keys each. Thread 0 doubles
- * as the loader: it issues Q and the first two K/V tiles, and after each key tile n, once both
- * warpgroups have released stage n % 2, the copies of tile n + 2 into it. Per key tile and
- * warpgroup:
- *   wait K[n] (full barrier)  ->  S = Q.K^T: head_dim/16 wgmma m64n128k16, A and B from shared
- *   mask (only on the tile that crosses the diagonal or the end of the sequence)
- *   online softmax on S in registers (4-lane quad reductions), P packed to bf16 pairs, O *= alpha
- *   wait V[n] (full barrier)  ->  O += P.V: 8 wgmma m64n<head_dim>k16, A = P from registers
- *   release stage n % 2 (empty barrier, one arrival per warp)
+ * The block (rung 2 of the chapter's ladder, README.md, docs/perf-notes.md): 384 threads = 3
+ * warpgroups for one tile of 128 query rows of one (batch, head), walking the key tiles
+ * 0 .. diagonal of 128 keys each.
+ *   warpgroup 0, the producer: gives registers back (setmaxnreg 24) and one of its threads
+ *     issues every TMA copy: Q once, then K[n] and V[n] into stage n % 2 as soon as the
+ *     consumers have released what that stage held (empty mbarriers);
+ *   warpgroups 1 and 2, the consumers (setmaxnreg 240), 64 query rows each. Per key tile:
+ *     wait K[n] (full mbarrier) -> S = Q.K^T: head_dim/16 wgmma m64n128k16, A and B from
+ *       shared memory; release K[n]
+ *     mask (only on the tile that crosses the diagonal or the end of the sequence)
+ *     online softmax on S in registers (4-lane quad reductions), P packed to bf16 pairs,
+ *       O *= alpha
+ *     wait V[n] (full mbarrier) -> O += P.V: 8 wgmma m64n<head_dim>k16, A = P from registers;
+ *       release V[n]
+ * (H3_INTRA_WG_OVERLAP=1 reorders the consumer's loop so that the softmax of tile n runs while
+ * the tensor cores do P[n-1].V[n-1]: FlashAttention-3's intra-warpgroup overlap.)
  * Key tiles past the diagonal are never loaded. Rows and keys past seq: TMA fills the parts of a
  * box outside the tensor with zeros, the mask hides keys >= seq, and rows >= seq are not stored.
  *
  * Shared memory (dynamic, rounded up to a 1024-byte boundary; each tile as TMA writes it with
  * 128-byte swizzle: [head_dim/64 panels][rows][64 bf16], 16-byte chunk c of row r at c ^ (r % 8)):
  *   Q 128 x head_dim (the O tile at the end), K 2 x 128 x head_dim, V 2 x 128 x head_dim,
- *   7 mbarriers: Q full, K full x 2, V full x 2, K/V empty x 2.
+ *   9 mbarriers: Q full, K full x 2, V full x 2, K empty x 2, V empty x 2.
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128, any seq >= 1.
  * One launch per forward, no extra device memory. Built for sm_90a only (wgmma exists on
@@ -52,15 +57,25 @@
 #include "check.h"
 #include "mma_sm80.cuh"        /* smem_addr, pack_bf16x2, exp2_approx, st_shared_b32, ld_shared_v4 */
 #include "sm90/mbarrier.cuh"
+#include "sm90/setmaxnreg.cuh"
 #include "sm90/tma.cuh"
 #include "sm90/wgmma.cuh"
 
 #define H3_BLOCK_M     128                    /* query rows per block */
 #define H3_BLOCK_N     128                    /* keys per key tile */
-#define H3_WARPGROUPS  2                      /* 64 query rows each */
-#define H3_THREADS     (128 * H3_WARPGROUPS)
+#define H3_CONSUMERS   2                      /* consumer warpgroups, 64 query rows each */
+#define H3_THREADS     (128 * (1 + H3_CONSUMERS))   /* + the producer warpgroup */
 #define H3_STAGES      2                      /* K/V tiles in flight */
+#define H3_PRODUCER_REGS 24                   /* setmaxnreg budgets: 128 x 24 + 256 x 240 */
+#define H3_CONSUMER_REGS 240                  /*   = 64512 of the SM's 65536 registers */
 #define LOG2E          1.4426950408889634f
+
+/* Tuning knob (compile-time, for experiments; the default is what the chapter measures):
+ * H3_INTRA_WG_OVERLAP=1 overlaps each tile's softmax with the previous tile's P.V (see the
+ * consumer). make 07_hopper NVCC="/usr/local/cuda/bin/nvcc -DH3_INTRA_WG_OVERLAP=1" */
+#ifndef H3_INTRA_WG_OVERLAP
+#define H3_INTRA_WG_OVERLAP 0
+#endif
 
 /* Kernel arguments. The tensor maps describe Q, K, V as 4-D tensors {64, seq, head_dim/64,
  * batch*heads} (innermost first; see encode_qkv_map) with a box of {64, 128, head_dim/64, 1}:
@@ -74,7 +89,7 @@ typedef struct {
 
 /* Bytes of one tile of ROWS rows, and of the block's dynamic shared memory. */
 #define H3_TILE_BYTES(D, ROWS) ((ROWS) * (D) * 2)
-#define H3_BARRIERS            (1 + 3 * H3_STAGES)
+#define H3_BARRIERS            (1 + 4 * H3_STAGES)
 #define H3_SMEM_BYTES(D) \
     ((size_t)1024 + H3_TILE_BYTES(D, H3_BLOCK_M) + 2 * H3_STAGES * H3_TILE_BYTES(D, H3_BLOCK_N) + 8 * H3_BARRIERS)
 
@@ -85,196 +100,282 @@ static __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t 
     asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory");
 }
 
-/* Loader (one thread): key tile n of K and V into stage s, each completing on its full barrier. */
+/* Shared-memory layout of one block (offsets from the 1024-byte-aligned start), and the block's
+ * place in the problem. Both roles compute the same causal bounds from it (they must agree on
+ * the number of key tiles, or the producer waits for a release that never comes). */
+typedef struct {
+    uint32_t sQ, sK, sV, bar;  /* .shared addresses: Q tile, K stages, V stages, mbarriers */
+    int bh, m0, n_end;         /* (batch, head), first query row, key tiles 0..n_end-1 */
+} flash3_block;
+
+/* The mbarriers (8 bytes each, after the tiles): Q full; per stage s, K full, V full (one
+ * arrival: the producer's expect_tx, plus the tile's bytes) and K empty, V empty (one arrival
+ * per consumer warp once its wgmma reading the tile have completed). */
+#define Q_FULL(b)      ((b).bar)
+#define K_FULL(b, s)   ((b).bar + 8u * (1 + (s)))
+#define V_FULL(b, s)   ((b).bar + 8u * (1 + H3_STAGES + (s)))
+#define K_EMPTY(b, s)  ((b).bar + 8u * (1 + 2 * H3_STAGES + (s)))
+#define V_EMPTY(b, s)  ((b).bar + 8u * (1 + 3 * H3_STAGES + (s)))
+
+/* The producer: one thread of warpgroup 0. Q once, then for each key tile n the K tile and the
+ * V tile into stage n % H3_STAGES, each as soon as the consumers have released the tile that
+ * stage held before (n - H3_STAGES). Parity of that release: the k-th reuse of a stage (k = n /
+ * H3_STAGES) waits for completion k - 1 of its empty barrier, parity (k & 1) ^ 1; for k = 0
+ * that is parity 1 on a fresh barrier, which passes at once. */
 template <int D>
-static __device__ __forceinline__ void load_kv_tile(const flash3_params &p, uint32_t sK,
-                                                    uint32_t sV, uint32_t k_full, uint32_t v_full,
-                                                    int n, int bh)
+static __device__ __forceinline__ void flash3_producer(const flash3_params &p, const flash3_block &b)
 {
-    constexpr uint32_t BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
-    mbar_arrive_expect_tx(k_full, BYTES);     /* the full box, even where it is past seq */
-    tma_load_4d(sK, &p.k_map, k_full, 0, n * H3_BLOCK_N, 0, bh);
-    mbar_arrive_expect_tx(v_full, BYTES);
-    tma_load_4d(sV, &p.v_map, v_full, 0, n * H3_BLOCK_N, 0, bh);
+    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
+    mbar_arrive_expect_tx(Q_FULL(b), Q_BYTES);    /* the full box, even where it is past seq */
+    tma_load_4d(b.sQ, &p.q_map, Q_FULL(b), 0, b.m0, 0, b.bh);
+    for (int n = 0; n < b.n_end; ++n) {
+        const int s = n % H3_STAGES;
+        const uint32_t parity = ((uint32_t)(n / H3_STAGES) & 1u) ^ 1u;
+        mbar_wait(K_EMPTY(b, s), parity);
+        mbar_arrive_expect_tx(K_FULL(b, s), KV_BYTES);
+        tma_load_4d(b.sK + s * KV_BYTES, &p.k_map, K_FULL(b, s), 0, n * H3_BLOCK_N, 0, b.bh);
+        mbar_wait(V_EMPTY(b, s), parity);
+        mbar_arrive_expect_tx(V_FULL(b, s), KV_BYTES);
+        tma_load_4d(b.sV + s * KV_BYTES, &p.v_map, V_FULL(b, s), 0, n * H3_BLOCK_N, 0, b.bh);
+    }
 }
 
-/* One block = one query tile of 128 rows of one (batch, head); see the file comment.
- * Grid: x = batch*heads, y = query tiles, heaviest (last) tile first. Block: 256 threads.
- * Dynamic shared memory: H3_SMEM_BYTES(D).
- *
- * Register bookkeeping of one thread: warpgroup wg (rows 64wg..64wg+63 of the tile), warp w in
- * it, lane = 4g + t. By the wgmma accumulator layout (wgmma.cuh) the thread owns rows
- * 16w + g + 8h (h = 0, 1) of its warpgroup's 64 and, in each 8-column group j, columns 8j + 2t
- * and 8j + 2t + 1:
- *   s[4j + 2h + e]  S then P of (row h, key 8j + 2t + e) of the current key tile
- *   o[4j + 2h + e]  O of (row h, column 8j + 2t + e)
- *   pk[k][i]        P as the A operand of k-step k (keys 16k..16k+15): i = 0, 1 the keys of group
- *                   2k for rows h = 0, 1; i = 2, 3 those of group 2k + 1
- *   m_run[h]        running max of row h (raw Q.K units), l_run[h] this lane's part of its sum */
+/* Mask by assignment (-inf): key col is visible to row iff col <= row and col < seq. row0 is the
+ * global row of this thread's h = 0 (h = 1 is row0 + 8), key0 the tile's first key. */
+template <int BN>
+static __device__ __forceinline__ void mask_tile(float (&sacc)[BN / 2], int row0, int key0, int seq,
+                                                 int t)
+{
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int limit = min(row0 + 8 * h + 1, seq) - key0 - 2 * t;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+                if (8 * j + e >= limit) sacc[4 * j + 2 * h + e] = -INFINITY;
+    }
+}
+
+/* Online softmax of one S tile, one row h at a time (the quad, 4 lanes, holds a row): the new
+ * running max m_run, alpha[h] = 2^((m_old - m_new)*c) for the caller to rescale O with, P =
+ * 2^(S*c - m_new*c) in place of S (fp32; pack_p makes the A operand of P.V), the row sum l_run. */
+template <int BN>
+static __device__ __forceinline__ void online_softmax(float (&sacc)[BN / 2], float (&m_run)[2],
+                                                      float (&l_run)[2], float (&alpha)[2], float c)
+{
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float m_new = m_run[h];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+            m_new = fmaxf(m_new, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
+        m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));
+        m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));
+        /* A row that has seen only masked keys keeps m = -inf; use 0 so that -inf - -inf
+         * never happens (alpha and P are then exactly 0). */
+        const float m_use = m_new == -INFINITY ? 0.f : m_new;
+        alpha[h] = exp2_approx((m_run[h] - m_use) * c);
+        const float m_c = m_use * c;
+        m_run[h] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const float p0 = exp2_approx(fmaf(sacc[4 * j + 2 * h], c, -m_c));
+            const float p1 = exp2_approx(fmaf(sacc[4 * j + 2 * h + 1], c, -m_c));
+            sum += p0 + p1;
+            sacc[4 * j + 2 * h] = p0;
+            sacc[4 * j + 2 * h + 1] = p1;
+        }
+        l_run[h] = fmaf(l_run[h], alpha[h], sum);
+    }
+}
+
+/* P (fp32, the S accumulator layout) -> the A operand of P.V: k-step k takes accumulator
+ * registers 8k..8k+7 (keys 16k..16k+15) packed in pairs to bf16x2 (wgmma.cuh). */
+template <int BN>
+static __device__ __forceinline__ void pack_p(const float (&sacc)[BN / 2], uint32_t (&pk)[BN / 16][4])
+{
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) pk[k][i] = pack_bf16x2(sacc[8 * k + 2 * i], sacc[8 * k + 2 * i + 1]);
+}
+
+/* O *= alpha, row by row. */
 template <int D>
-static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
+static __device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&alpha)[2])
+{
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            o[4 * j + 2 * h]     *= alpha[h];
+            o[4 * j + 2 * h + 1] *= alpha[h];
+        }
+}
+
+/* S = Q.K^T for one key tile (stage offset kv_off): head_dim/16 wgmma k-steps, issued and
+ * committed as one group (not waited for). Step kk reads 32 bytes further into each 128-byte
+ * row, then the next 64-column panel. */
+template <int D>
+static __device__ __forceinline__ void issue_qk(float (&sacc)[H3_BLOCK_N / 2], uint64_t q_desc,
+                                                uint64_t k_desc, uint32_t kv_off)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t q_off = (uint32_t)((kk / 4) * H3_BLOCK_M * 128 + (kk % 4) * 32);
+        const uint32_t k_off = kv_off + (uint32_t)((kk / 4) * H3_BLOCK_N * 128 + (kk % 4) * 32);
+        wgmma_m64n128k16_ss(sacc, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
+    }
+    wgmma_commit();
+}
+
+/* O += P.V for one key tile: BLOCK_N/16 k-steps, A = P from registers, B = V rows 16k..16k+15
+ * (2048 bytes a step inside each panel); one group, not waited for. */
+template <int D>
+static __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pk)[H3_BLOCK_N / 16][4],
+                                                uint64_t v_desc, uint32_t kv_off)
+{
+    wgmma_fence();                            /* O and P were written by ordinary code */
+#pragma unroll
+    for (int k = 0; k < H3_BLOCK_N / 16; ++k) {
+        const uint32_t v_off = kv_off + (uint32_t)k * 2048u;
+        if constexpr (D == 64)
+            wgmma_m64n64k16_rs(o, pk[k], v_desc + (v_off >> 4), 1);
+        else
+            wgmma_m64n128k16_rs(o, pk[k], v_desc + (v_off >> 4), 1);
+    }
+    wgmma_commit();
+}
+
+/* A consumer warpgroup cwg (0 or 1): query rows m0 + 64cwg .. m0 + 64cwg + 63, all key tiles.
+ *
+ * Register bookkeeping of one thread: warp w of the warpgroup, lane = 4g + t. By the wgmma
+ * accumulator layout (wgmma.cuh) the thread owns rows 16w + g + 8h (h = 0, 1) of the
+ * warpgroup's 64 and, in each 8-column group j, columns 8j + 2t and 8j + 2t + 1:
+ *   sacc[4j + 2h + e]  S of (row h, key 8j + 2t + e) of the current key tile
+ *   o[4j + 2h + e]     O of (row h, column 8j + 2t + e)
+ *   pk[k][i]           P as the A operand of k-step k (keys 16k..16k+15): i = 0, 1 the keys of
+ *                      group 2k for rows h = 0, 1; i = 2, 3 those of group 2k + 1
+ *   m_run[h]           running max of row h (raw Q.K units), l_run[h] this lane's part of its sum */
+template <int D>
+static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, const flash3_block &b,
+                                                       int cwg)
 {
     constexpr int BM = H3_BLOCK_M, BN = H3_BLOCK_N;
-    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, BM), KV_BYTES = H3_TILE_BYTES(D, BN);
+    constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, BN);
     constexpr int SN = BN / 2;                /* S floats per thread (64 x BN over 128 threads) */
     constexpr int ON = D / 2;                 /* O floats per thread */
-    static_assert(D == 64 || D == 128, "head_dim 64 or 128");
-    static_assert(BM == 64 * H3_WARPGROUPS && BN % 16 == 0, "tile shape");
 
-    extern __shared__ uint8_t smem_raw[];
-    const uint32_t sQ = (smem_addr(smem_raw) + 1023u) & ~1023u;   /* 128B swizzle: 1024-B aligned */
-    const uint32_t sK = sQ + Q_BYTES;                             /* H3_STAGES tiles */
-    const uint32_t sV = sK + H3_STAGES * KV_BYTES;                /* H3_STAGES tiles */
-    const uint32_t bar = sV + H3_STAGES * KV_BYTES;
-    const uint32_t q_full = bar;
-#define K_FULL(s)   (bar + 8u * (1 + (s)))
-#define V_FULL(s)   (bar + 8u * (1 + H3_STAGES + (s)))
-#define KV_EMPTY(s) (bar + 8u * (1 + 2 * H3_STAGES + (s)))
+    const int tid = threadIdx.x & 127, lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int seq = p.seq, m0 = b.m0;
+    const uint32_t sQ = b.sQ;
 
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int wg = warp >> 2, w = warp & 3, g = lane >> 2, t = lane & 3;
-    const int seq = p.seq;
-    const int bh = blockIdx.x;
-    const int m0 = (int)(gridDim.y - 1 - blockIdx.y) * BM;        /* heaviest query tile first */
+    /* Descriptors (wgmma.cuh): Q rows 64cwg.. of panel 0 and K of stage 0, K-major; V of stage
+     * 0, MN-major, its 64-column panels BN*128 bytes apart (LBO). Offsets are added per k-step. */
+    const uint64_t q_desc = wgmma_desc_sw128(sQ + cwg * 64 * 128, 16, 1024);
+    const uint64_t k_desc = wgmma_desc_sw128(b.sK, 16, 1024);
+    const uint64_t v_desc = wgmma_desc_sw128(b.sV, BN * 128, 1024);
 
-    /* Causal bounds: key tiles 0 .. n_end-1 reach the block's last row (or seq); none past that
-     * is ever loaded. With BM == BN both warpgroups need every one of them. */
-    const int n_tiles = (seq + BN - 1) / BN;
-    const int n_end = min(n_tiles, (m0 + BM - 1) / BN + 1);
-
-    if (tid == 0) {
-        tma_prefetch_map(&p.q_map);
-        tma_prefetch_map(&p.k_map);
-        tma_prefetch_map(&p.v_map);
-        mbar_init(q_full, 1);                 /* the loader's expect_tx arrival + Q's bytes */
-        for (int s = 0; s < H3_STAGES; ++s) {
-            mbar_init(K_FULL(s), 1);
-            mbar_init(V_FULL(s), 1);
-            mbar_init(KV_EMPTY(s), 4 * H3_WARPGROUPS);   /* one arrival per consumer warp */
-        }
-        mbar_fence_init();
-    }
-    __syncthreads();
-    if (tid == 0) {
-        mbar_arrive_expect_tx(q_full, Q_BYTES);
-        tma_load_4d(sQ, &p.q_map, q_full, 0, m0, 0, bh);
-        for (int s = 0; s < H3_STAGES && s < n_end; ++s)
-            load_kv_tile<D>(p, sK + s * KV_BYTES, sV + s * KV_BYTES, K_FULL(s), V_FULL(s), s, bh);
-    }
-    __syncwarp();
-
-    /* Descriptors (wgmma.cuh): Q rows 64wg.. of panel 0 and K of stage 0, K-major; V of stage 0,
-     * MN-major, its 64-column panels BN*128 bytes apart (LBO). Offsets are added per k-step. */
-    const uint64_t q_desc = wgmma_desc_sw128(sQ + wg * 64 * 128, 16, 1024);
-    const uint64_t k_desc = wgmma_desc_sw128(sK, 16, 1024);
-    const uint64_t v_desc = wgmma_desc_sw128(sV, BN * 128, 1024);
-
-    const int row0 = m0 + wg * 64 + 16 * w + g;   /* global row of h = 0; h = 1 is row0 + 8 */
+    const int row0 = m0 + cwg * 64 + 16 * w + g;  /* global row of h = 0; h = 1 is row0 + 8 */
     const float c = p.scale_log2;
     float o[ON];
     float m_run[2] = { -INFINITY, -INFINITY }, l_run[2] = { 0.f, 0.f };
 #pragma unroll
     for (int i = 0; i < ON; ++i) o[i] = 0.f;
 
-    mbar_wait(q_full, 0);
-    for (int n = 0; n < n_end; ++n) {
+    mbar_wait(Q_FULL(b), 0);
+#if !H3_INTRA_WG_OVERLAP
+    /* Rung 2: per key tile, S = Q.K^T, softmax, O += P.V, each product waited for at once. */
+    for (int n = 0; n < b.n_end; ++n) {
         const int s = n % H3_STAGES;
         const uint32_t phase = (uint32_t)(n / H3_STAGES) & 1u;
         const uint32_t kv_off = (uint32_t)s * KV_BYTES;
-
-        /* S = Q.K^T: head_dim/16 k-steps; step kk reads 32 bytes further into each 128-byte row,
-         * then the next 64-column panel. */
         float sacc[SN];
-        mbar_wait(K_FULL(s), phase);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-            const uint32_t q_off = (uint32_t)((kk / 4) * BM * 128 + (kk % 4) * 32);
-            const uint32_t k_off = kv_off + (uint32_t)((kk / 4) * BN * 128 + (kk % 4) * 32);
-            wgmma_m64n128k16_ss(sacc, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
-        }
-        wgmma_commit();
+        mbar_wait(K_FULL(b, s), phase);
+        issue_qk<D>(sacc, q_desc, k_desc, kv_off);
         wgmma_wait<0>();
         wgmma_fence_regs(sacc);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(K_EMPTY(b, s));   /* this warp is done with K[n] */
 
-        /* Mask by assignment (-inf): key col is visible to row iff col <= row and col < seq.
-         * Only the tile that crosses this warpgroup's diagonal or the end of seq needs it. */
-        const int key0 = n * BN;
-        if (key0 + BN - 1 > m0 + wg * 64 || key0 + BN > seq) {      /* warpgroup-uniform */
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int limit = min(row0 + 8 * h + 1, seq) - key0 - 2 * t;
-#pragma unroll
-                for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (8 * j + e >= limit) sacc[4 * j + 2 * h + e] = -INFINITY;
-            }
-        }
-
-        /* Online softmax, one row h at a time; the quad (4 lanes) holds the row. */
+        const int key0 = n * BN;              /* mask only the tile crossing the diagonal or seq */
+        if (key0 + BN - 1 > m0 + cwg * 64 || key0 + BN > seq) mask_tile<BN>(sacc, row0, key0, seq, t);
         uint32_t pk[BN / 16][4];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float m_new = m_run[h];
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j)
-                m_new = fmaxf(m_new, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
-            m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));
-            m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));
-            /* A row that has seen only masked keys keeps m = -inf; use 0 so that -inf - -inf
-             * never happens (alpha and P are then exactly 0). */
-            const float m_use = m_new == -INFINITY ? 0.f : m_new;
-            const float alpha = exp2_approx((m_run[h] - m_use) * c);
-            const float m_c = m_use * c;
-            m_run[h] = m_new;
-            float sum = 0.f;
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                const float p0 = exp2_approx(fmaf(sacc[4 * j + 2 * h], c, -m_c));
-                const float p1 = exp2_approx(fmaf(sacc[4 * j + 2 * h + 1], c, -m_c));
-                sum += p0 + p1;
-                pk[j / 2][(j % 2) * 2 + h] = pack_bf16x2(p0, p1);
-            }
-            l_run[h] = fmaf(l_run[h], alpha, sum);
-#pragma unroll
-            for (int j = 0; j < D / 8; ++j) {
-                o[4 * j + 2 * h]     *= alpha;
-                o[4 * j + 2 * h + 1] *= alpha;
-            }
-        }
+        float alpha[2];
+        online_softmax<BN>(sacc, m_run, l_run, alpha, c);
+        pack_p<BN>(sacc, pk);
+        rescale_o<D>(o, alpha);
 
-        /* O += P.V: BN/16 k-steps, A = P from registers, B = V rows 16k..16k+15 (2048 bytes a
-         * step inside each panel). */
-        mbar_wait(V_FULL(s), phase);
-        wgmma_fence();                        /* O and P were written by ordinary code */
-#pragma unroll
-        for (int k = 0; k < BN / 16; ++k) {
-            const uint32_t v_off = kv_off + (uint32_t)k * 2048u;
-            if constexpr (D == 64)
-                wgmma_m64n64k16_rs(o, pk[k], v_desc + (v_off >> 4), 1);
-            else
-                wgmma_m64n128k16_rs(o, pk[k], v_desc + (v_off >> 4), 1);
-        }
-        wgmma_commit();
+        mbar_wait(V_FULL(b, s), phase);
+        issue_pv<D>(o, pk, v_desc, kv_off);
         wgmma_wait<0>();
         wgmma_fence_regs(o);
-
-        /* Release stage s: this warp's wgmma reads of K[n] and V[n] are complete. */
         __syncwarp();
-        if (lane == 0) mbar_arrive(KV_EMPTY(s));
-        /* The loader refills stage s with tile n + 2 once all 8 warps have released it. */
-        if (tid == 0 && n + H3_STAGES < n_end) {
-            mbar_wait(KV_EMPTY(s), phase);
-            load_kv_tile<D>(p, sK + kv_off, sV + kv_off, K_FULL(s), V_FULL(s), n + H3_STAGES, bh);
-        }
-        __syncwarp();
+        if (lane == 0) mbar_arrive(V_EMPTY(b, s));   /* this warp is done with V[n] */
     }
+#else
+    /* Intra-warpgroup overlap (FlashAttention-3, Algorithm 2): the softmax of tile n runs while
+     * the tensor cores compute O += P[n-1].V[n-1]. Per iteration: issue S[n] = Q.K[n]^T, issue
+     * O += P[n-1].V[n-1], wait for S[n] only (wait_group 1), softmax of S[n], wait for O, then
+     * rescale O by tile n's alpha (O then holds tiles 0..n-1 at tile n's max). */
+    uint32_t pk[BN / 16][4];
+    {
+        float sacc[SN];
+        float alpha[2];
+        mbar_wait(K_FULL(b, 0), 0);
+        issue_qk<D>(sacc, q_desc, k_desc, 0);
+        wgmma_wait<0>();
+        wgmma_fence_regs(sacc);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(K_EMPTY(b, 0));
+        if (BN - 1 > m0 + cwg * 64 || BN > seq) mask_tile<BN>(sacc, row0, 0, seq, t);
+        online_softmax<BN>(sacc, m_run, l_run, alpha, c);       /* O = 0: no rescale */
+        pack_p<BN>(sacc, pk);
+    }
+    for (int n = 1; n < b.n_end; ++n) {
+        const int s = n % H3_STAGES, sp = (n - 1) % H3_STAGES;
+        const uint32_t phase = (uint32_t)(n / H3_STAGES) & 1u;
+        const uint32_t phase_p = (uint32_t)((n - 1) / H3_STAGES) & 1u;
+        float sacc[SN];
+        mbar_wait(K_FULL(b, s), phase);
+        issue_qk<D>(sacc, q_desc, k_desc, (uint32_t)s * KV_BYTES);
+        mbar_wait(V_FULL(b, sp), phase_p);
+        issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
+        wgmma_wait<1>();                      /* S[n] is complete; P[n-1].V[n-1] may not be */
+        wgmma_fence_regs(sacc);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(K_EMPTY(b, s));
+
+        const int key0 = n * BN;
+        if (key0 + BN - 1 > m0 + cwg * 64 || key0 + BN > seq) mask_tile<BN>(sacc, row0, key0, seq, t);
+        float alpha[2];
+        online_softmax<BN>(sacc, m_run, l_run, alpha, c);
+
+        wgmma_wait<0>();                      /* P[n-1].V[n-1] is complete: O and pk are free */
+        wgmma_fence_regs(o);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(V_EMPTY(b, sp));
+        rescale_o<D>(o, alpha);
+        pack_p<BN>(sacc, pk);                 /* P[n], written only now that no wgmma reads pk */
+    }
+    {
+        const int sp = (b.n_end - 1) % H3_STAGES;
+        mbar_wait(V_FULL(b, sp), (uint32_t)((b.n_end - 1) / H3_STAGES) & 1u);
+        issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
+        wgmma_wait<0>();
+        wgmma_fence_regs(o);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(V_EMPTY(b, sp));
+    }
+#endif
 
     /* Epilogue: O /= l (a row that saw no key keeps O = 0), to bf16, into this warpgroup's own
      * rows of the Q tile (same panel layout and swizzle; its wgmma reads of Q are complete and
      * the other warpgroup reads only its own rows), then 16-byte coalesced global stores. */
-    const int r_base = wg * 64 + 16 * w + g;                      /* row in the tile; & 7 == g */
+    const int r_base = cwg * 64 + 16 * w + g;                     /* row in the tile; & 7 == g */
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float l = l_run[h];
@@ -287,25 +388,76 @@ static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
             st_shared_b32(row_addr + (uint32_t)((j / 8) * BM * 128 + (((j % 8) ^ g) << 4) + 4 * t),
                           pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv));
     }
-    named_barrier_sync(1 + wg, 128);          /* this warpgroup's rows are complete */
+    named_barrier_sync(1 + cwg, 128);         /* this warpgroup's rows are complete */
     constexpr int CHUNKS = D / 8;             /* 16-byte chunks per row */
-    const int wtid = tid & 127;
-    __nv_bfloat16 *o_bh = p.o + (size_t)bh * seq * D;
+    __nv_bfloat16 *o_bh = p.o + (size_t)b.bh * seq * D;
 #pragma unroll
     for (int i = 0; i < 64 * CHUNKS / 128; ++i) {
-        const int idx = i * 128 + wtid;
+        const int idx = i * 128 + tid;
         const int r = idx / CHUNKS, ch = idx % CHUNKS;            /* r: row in the warpgroup */
-        const int row = m0 + wg * 64 + r;
+        const int row = m0 + cwg * 64 + r;
         if (row < seq) {
-            const uint32_t a = sQ + (uint32_t)((ch / 8) * BM * 128 + (wg * 64 + r) * 128 +
+            const uint32_t a = sQ + (uint32_t)((ch / 8) * BM * 128 + (cwg * 64 + r) * 128 +
                                                (((ch % 8) ^ (r & 7)) << 4));
             *(uint4 *)(o_bh + (size_t)row * D + ch * 8) = ld_shared_v4(a);
         }
     }
+}
+
+/* One block = one query tile of 128 rows of one (batch, head); see the file comment.
+ * Grid: x = batch*heads, y = query tiles, heaviest (last) tile first. Block: 384 threads =
+ * warpgroup 0, the producer (one thread issues every TMA copy; 24 registers), and warpgroups 1
+ * and 2, the consumers (64 query rows each; 240 registers). Dynamic shared memory:
+ * H3_SMEM_BYTES(D). */
+template <int D>
+static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
+{
+    static_assert(D == 64 || D == 128, "head_dim 64 or 128");
+    static_assert(H3_BLOCK_M == 64 * H3_CONSUMERS && H3_BLOCK_N % 16 == 0, "tile shape");
+    constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
+
+    extern __shared__ uint8_t smem_raw[];
+    flash3_block b;
+    b.sQ = (smem_addr(smem_raw) + 1023u) & ~1023u;               /* 128B swizzle: 1024-B aligned */
+    b.sK = b.sQ + H3_TILE_BYTES(D, H3_BLOCK_M);
+    b.sV = b.sK + H3_STAGES * KV_BYTES;
+    b.bar = b.sV + H3_STAGES * KV_BYTES;
+    b.bh = blockIdx.x;
+    b.m0 = (int)(gridDim.y - 1 - blockIdx.y) * H3_BLOCK_M;      /* heaviest query tile first */
+    /* Causal bounds: key tiles 0 .. n_end-1 reach the block's last row (or seq); none past that
+     * is ever loaded. With BLOCK_M == BLOCK_N both consumers need every one of them. */
+    const int n_tiles = (p.seq + H3_BLOCK_N - 1) / H3_BLOCK_N;
+    b.n_end = min(n_tiles, (b.m0 + H3_BLOCK_M - 1) / H3_BLOCK_N + 1);
+
+    const int wg = threadIdx.x >> 7;
+    if (threadIdx.x == 0) {
+        tma_prefetch_map(&p.q_map);
+        tma_prefetch_map(&p.k_map);
+        tma_prefetch_map(&p.v_map);
+        mbar_init(Q_FULL(b), 1);
+        for (int s = 0; s < H3_STAGES; ++s) {
+            mbar_init(K_FULL(b, s), 1);
+            mbar_init(V_FULL(b, s), 1);
+            mbar_init(K_EMPTY(b, s), 4 * H3_CONSUMERS);   /* one arrival per consumer warp */
+            mbar_init(V_EMPTY(b, s), 4 * H3_CONSUMERS);
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();                          /* the last block-wide barrier */
+
+    if (wg == 0) {
+        setmaxnreg_dec<H3_PRODUCER_REGS>();
+        if (threadIdx.x == 0) flash3_producer<D>(p, b);
+    } else {
+        setmaxnreg_inc<H3_CONSUMER_REGS>();
+        flash3_consumer<D>(p, b, wg - 1);
+    }
+}
+#undef Q_FULL
 #undef K_FULL
 #undef V_FULL
-#undef KV_EMPTY
-}
+#undef K_EMPTY
+#undef V_EMPTY
 
 /* The two kernels, one per head_dim, named after their tile shape (see the file comment). */
 #define H3_KERNEL_NAME(BM, BN, D)  H3_KERNEL_NAME_(BM, BN, D)
@@ -451,7 +603,7 @@ static void *flash3_setup(attn_problem *p)
     return st;
 }
 
-/* One launch: grid (batch*heads, query tiles), 256 threads. */
+/* One launch: grid (batch*heads, query tiles), 384 threads. */
 static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;

@@ -122,8 +122,8 @@ shape_case() {
     [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
     [ "$(trace_query "$TRACE" ranges flash3_attention_forward)" -eq 3 ]
     # grid (batch*heads, query tiles of 128 rows), 2 warpgroups, opt-in dynamic shared memory
-    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[128, 8, 1\], block \[256, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 83000 B \(opt-in\)"
-    printf '%s\n' "$output" | grep -qE "^ +${D64_KERNEL}\(flash3_para\.\.\. "
+    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[128, 8, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 83016 B \(opt-in\)"
+    printf '%s\n' "$output" | grep -qE "^ *${D64_KERNEL}\(flash3_para\.\.\. "
     printf '%s\n' "$output" | grep -qE '^Self CPU time total: [0-9.]+(us|ms|s)$'
     printf '%s\n' "$output" | grep -qE '^Self CUDA time total: [0-9.]+(us|ms|s)$'
     [ "$(printf '%s\n' "$output" | grep -c '^result ')" -eq 1 ]
