@@ -61,21 +61,34 @@
 #include "sm90/tma.cuh"
 #include "sm90/wgmma.cuh"
 
-#define H3_BLOCK_M     128                    /* query rows per block */
 #define H3_BLOCK_N     128                    /* keys per key tile */
-#define H3_CONSUMERS   2                      /* consumer warpgroups, 64 query rows each */
-#define H3_THREADS     (128 * (1 + H3_CONSUMERS))   /* + the producer warpgroup */
 #define H3_STAGES      2                      /* K/V tiles in flight */
-#define H3_PRODUCER_REGS 24                   /* setmaxnreg budgets: 128 x 24 + 256 x 240 */
-#define H3_CONSUMER_REGS 240                  /*   = 64512 of the SM's 65536 registers */
 #define LOG2E          1.4426950408889634f
 
-/* Tuning knob (compile-time, for experiments; the default is what the chapter measures):
- * H3_INTRA_WG_OVERLAP=1 overlaps each tile's softmax with the previous tile's P.V (see the
- * consumer). make 07_hopper NVCC="/usr/local/cuda/bin/nvcc -DH3_INTRA_WG_OVERLAP=1" */
-#ifndef H3_INTRA_WG_OVERLAP
-#define H3_INTRA_WG_OVERLAP 0
+/* Tuning knobs per head_dim (compile-time, for experiments; the defaults are what the chapter
+ * measures), e.g. make 07_hopper NVCC="/usr/local/cuda/bin/nvcc -DH3_D64_OVERLAP=1"
+ * (the Makefile's flags stamp includes $(NVCC), so a changed -D recompiles by itself):
+ *   H3_D64_CONSUMERS, H3_D128_CONSUMERS  consumer warpgroups, 2 or 3: BLOCK_M = 64 x that
+ *   H3_D64_OVERLAP, H3_D128_OVERLAP      1: the softmax of tile n overlaps P[n-1].V[n-1] */
+#ifndef H3_D64_CONSUMERS
+#define H3_D64_CONSUMERS 2
 #endif
+#ifndef H3_D64_OVERLAP
+#define H3_D64_OVERLAP 0
+#endif
+#ifndef H3_D128_CONSUMERS
+#define H3_D128_CONSUMERS 2
+#endif
+#ifndef H3_D128_OVERLAP
+#define H3_D128_OVERLAP 1
+#endif
+
+/* Threads of a block with C consumer warpgroups (+ the producer warpgroup), and the setmaxnreg
+ * budgets that fill the SM's 65536 registers: 128 x 24 + 256 x 240 = 64512 (C = 2),
+ * 128 x 32 + 384 x 160 = 65536 (C = 3), as FlashAttention-3 splits them. */
+#define H3_THREADS(C)       (128 * (1 + (C)))
+#define H3_PRODUCER_REGS(C) ((C) == 2 ? 24 : 32)
+#define H3_CONSUMER_REGS(C) ((C) == 2 ? 240 : 160)
 
 /* Kernel arguments. The tensor maps describe Q, K, V as 4-D tensors {64, seq, head_dim/64,
  * batch*heads} (innermost first; see encode_qkv_map) with a box of {64, 128, head_dim/64, 1}:
@@ -90,8 +103,8 @@ typedef struct {
 /* Bytes of one tile of ROWS rows, and of the block's dynamic shared memory. */
 #define H3_TILE_BYTES(D, ROWS) ((ROWS) * (D) * 2)
 #define H3_BARRIERS            (1 + 4 * H3_STAGES)
-#define H3_SMEM_BYTES(D) \
-    ((size_t)1024 + H3_TILE_BYTES(D, H3_BLOCK_M) + 2 * H3_STAGES * H3_TILE_BYTES(D, H3_BLOCK_N) + 8 * H3_BARRIERS)
+#define H3_SMEM_BYTES(D, BM) \
+    ((size_t)1024 + H3_TILE_BYTES(D, BM) + 2 * H3_STAGES * H3_TILE_BYTES(D, H3_BLOCK_N) + 8 * H3_BARRIERS)
 
 /* PTX "bar, barrier" (bar.sync with a thread count): a barrier among `count` threads (a multiple
  * of 32) on hardware barrier `id` (1..15; 0 is __syncthreads'). */
@@ -122,10 +135,10 @@ typedef struct {
  * stage held before (n - H3_STAGES). Parity of that release: the k-th reuse of a stage (k = n /
  * H3_STAGES) waits for completion k - 1 of its empty barrier, parity (k & 1) ^ 1; for k = 0
  * that is parity 1 on a fresh barrier, which passes at once. */
-template <int D>
+template <int D, int BM>
 static __device__ __forceinline__ void flash3_producer(const flash3_params &p, const flash3_block &b)
 {
-    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
+    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, BM), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
     mbar_arrive_expect_tx(Q_FULL(b), Q_BYTES);    /* the full box, even where it is past seq */
     tma_load_4d(b.sQ, &p.q_map, Q_FULL(b), 0, b.m0, 0, b.bh);
     for (int n = 0; n < b.n_end; ++n) {
@@ -218,14 +231,14 @@ static __device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float 
 /* S = Q.K^T for one key tile (stage offset kv_off): head_dim/16 wgmma k-steps, issued and
  * committed as one group (not waited for). Step kk reads 32 bytes further into each 128-byte
  * row, then the next 64-column panel. */
-template <int D>
+template <int D, int BM>
 static __device__ __forceinline__ void issue_qk(float (&sacc)[H3_BLOCK_N / 2], uint64_t q_desc,
                                                 uint64_t k_desc, uint32_t kv_off)
 {
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t q_off = (uint32_t)((kk / 4) * H3_BLOCK_M * 128 + (kk % 4) * 32);
+        const uint32_t q_off = (uint32_t)((kk / 4) * BM * 128 + (kk % 4) * 32);
         const uint32_t k_off = kv_off + (uint32_t)((kk / 4) * H3_BLOCK_N * 128 + (kk % 4) * 32);
         wgmma_m64n128k16_ss(sacc, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
     }
@@ -260,11 +273,11 @@ static __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_
  *   pk[k][i]           P as the A operand of k-step k (keys 16k..16k+15): i = 0, 1 the keys of
  *                      group 2k for rows h = 0, 1; i = 2, 3 those of group 2k + 1
  *   m_run[h]           running max of row h (raw Q.K units), l_run[h] this lane's part of its sum */
-template <int D>
+template <int D, int BM, bool OVERLAP>
 static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, const flash3_block &b,
                                                        int cwg)
 {
-    constexpr int BM = H3_BLOCK_M, BN = H3_BLOCK_N;
+    constexpr int BN = H3_BLOCK_N;
     constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, BN);
     constexpr int SN = BN / 2;                /* S floats per thread (64 x BN over 128 threads) */
     constexpr int ON = D / 2;                 /* O floats per thread */
@@ -287,7 +300,7 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
     for (int i = 0; i < ON; ++i) o[i] = 0.f;
 
     mbar_wait(Q_FULL(b), 0);
-#if !H3_INTRA_WG_OVERLAP
+    if constexpr (!OVERLAP) {
     /* Rung 2: per key tile, S = Q.K^T, softmax, O += P.V, each product waited for at once. */
     for (int n = 0; n < b.n_end; ++n) {
         const int s = n % H3_STAGES;
@@ -295,7 +308,7 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         const uint32_t kv_off = (uint32_t)s * KV_BYTES;
         float sacc[SN];
         mbar_wait(K_FULL(b, s), phase);
-        issue_qk<D>(sacc, q_desc, k_desc, kv_off);
+        issue_qk<D, BM>(sacc, q_desc, k_desc, kv_off);
         wgmma_wait<0>();
         wgmma_fence_regs(sacc);
         __syncwarp();
@@ -316,7 +329,7 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         __syncwarp();
         if (lane == 0) mbar_arrive(V_EMPTY(b, s));   /* this warp is done with V[n] */
     }
-#else
+    } else {
     /* Intra-warpgroup overlap (FlashAttention-3, Algorithm 2): the softmax of tile n runs while
      * the tensor cores compute O += P[n-1].V[n-1]. Per iteration: issue S[n] = Q.K[n]^T, issue
      * O += P[n-1].V[n-1], wait for S[n] only (wait_group 1), softmax of S[n], wait for O, then
@@ -326,7 +339,7 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         float sacc[SN];
         float alpha[2];
         mbar_wait(K_FULL(b, 0), 0);
-        issue_qk<D>(sacc, q_desc, k_desc, 0);
+        issue_qk<D, BM>(sacc, q_desc, k_desc, 0);
         wgmma_wait<0>();
         wgmma_fence_regs(sacc);
         __syncwarp();
@@ -341,7 +354,7 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         const uint32_t phase_p = (uint32_t)((n - 1) / H3_STAGES) & 1u;
         float sacc[SN];
         mbar_wait(K_FULL(b, s), phase);
-        issue_qk<D>(sacc, q_desc, k_desc, (uint32_t)s * KV_BYTES);
+        issue_qk<D, BM>(sacc, q_desc, k_desc, (uint32_t)s * KV_BYTES);
         mbar_wait(V_FULL(b, sp), phase_p);
         issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
         wgmma_wait<1>();                      /* S[n] is complete; P[n-1].V[n-1] may not be */
@@ -370,7 +383,7 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         __syncwarp();
         if (lane == 0) mbar_arrive(V_EMPTY(b, sp));
     }
-#endif
+    }
 
     /* Epilogue: O /= l (a row that saw no key keeps O = 0), to bf16, into this warpgroup's own
      * rows of the Q tile (same panel layout and swizzle; its wgmma reads of Q are complete and
@@ -409,25 +422,26 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
  * warpgroup 0, the producer (one thread issues every TMA copy; 24 registers), and warpgroups 1
  * and 2, the consumers (64 query rows each; 240 registers). Dynamic shared memory:
  * H3_SMEM_BYTES(D). */
-template <int D>
+template <int D, int C, bool OVERLAP>
 static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
 {
+    constexpr int BM = 64 * C;
     static_assert(D == 64 || D == 128, "head_dim 64 or 128");
-    static_assert(H3_BLOCK_M == 64 * H3_CONSUMERS && H3_BLOCK_N % 16 == 0, "tile shape");
+    static_assert((C == 2 || C == 3) && H3_BLOCK_N % 16 == 0, "tile shape");
     constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
 
     extern __shared__ uint8_t smem_raw[];
     flash3_block b;
     b.sQ = (smem_addr(smem_raw) + 1023u) & ~1023u;               /* 128B swizzle: 1024-B aligned */
-    b.sK = b.sQ + H3_TILE_BYTES(D, H3_BLOCK_M);
+    b.sK = b.sQ + H3_TILE_BYTES(D, BM);
     b.sV = b.sK + H3_STAGES * KV_BYTES;
     b.bar = b.sV + H3_STAGES * KV_BYTES;
     b.bh = blockIdx.x;
-    b.m0 = (int)(gridDim.y - 1 - blockIdx.y) * H3_BLOCK_M;      /* heaviest query tile first */
+    b.m0 = (int)(gridDim.y - 1 - blockIdx.y) * BM;      /* heaviest query tile first */
     /* Causal bounds: key tiles 0 .. n_end-1 reach the block's last row (or seq); none past that
      * is ever loaded. With BLOCK_M == BLOCK_N both consumers need every one of them. */
     const int n_tiles = (p.seq + H3_BLOCK_N - 1) / H3_BLOCK_N;
-    b.n_end = min(n_tiles, (b.m0 + H3_BLOCK_M - 1) / H3_BLOCK_N + 1);
+    b.n_end = min(n_tiles, (b.m0 + BM - 1) / H3_BLOCK_N + 1);
 
     const int wg = threadIdx.x >> 7;
     if (threadIdx.x == 0) {
@@ -438,19 +452,19 @@ static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
         for (int s = 0; s < H3_STAGES; ++s) {
             mbar_init(K_FULL(b, s), 1);
             mbar_init(V_FULL(b, s), 1);
-            mbar_init(K_EMPTY(b, s), 4 * H3_CONSUMERS);   /* one arrival per consumer warp */
-            mbar_init(V_EMPTY(b, s), 4 * H3_CONSUMERS);
+            mbar_init(K_EMPTY(b, s), 4 * C);  /* one arrival per consumer warp */
+            mbar_init(V_EMPTY(b, s), 4 * C);
         }
         mbar_fence_init();
     }
     __syncthreads();                          /* the last block-wide barrier */
 
     if (wg == 0) {
-        setmaxnreg_dec<H3_PRODUCER_REGS>();
-        if (threadIdx.x == 0) flash3_producer<D>(p, b);
+        setmaxnreg_dec<H3_PRODUCER_REGS(C)>();
+        if (threadIdx.x == 0) flash3_producer<D, BM>(p, b);
     } else {
-        setmaxnreg_inc<H3_CONSUMER_REGS>();
-        flash3_consumer<D>(p, b, wg - 1);
+        setmaxnreg_inc<H3_CONSUMER_REGS(C)>();
+        flash3_consumer<D, BM, OVERLAP>(p, b, wg - 1);
     }
 }
 #undef Q_FULL
@@ -462,24 +476,52 @@ static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
 /* The two kernels, one per head_dim, named after their tile shape (see the file comment). */
 #define H3_KERNEL_NAME(BM, BN, D)  H3_KERNEL_NAME_(BM, BN, D)
 #define H3_KERNEL_NAME_(BM, BN, D) flash3_fwd_bf16_causal_##BM##x##BN##_d##D##_sm90a
-#define H3_D64_KERNEL  H3_KERNEL_NAME(H3_BLOCK_M, H3_BLOCK_N, 64)
-#define H3_D128_KERNEL H3_KERNEL_NAME(H3_BLOCK_M, H3_BLOCK_N, 128)
+#define H3_D64_BLOCK_M  (64 * H3_D64_CONSUMERS)
+#define H3_D128_BLOCK_M (64 * H3_D128_CONSUMERS)
+#if H3_D64_CONSUMERS == 2
+#define H3_D64_KERNEL  H3_KERNEL_NAME(128, H3_BLOCK_N, 64)
+#else
+#define H3_D64_KERNEL  H3_KERNEL_NAME(192, H3_BLOCK_N, 64)
+#endif
+#if H3_D128_CONSUMERS == 2
+#define H3_D128_KERNEL H3_KERNEL_NAME(128, H3_BLOCK_N, 128)
+#else
+#define H3_D128_KERNEL H3_KERNEL_NAME(192, H3_BLOCK_N, 128)
+#endif
 
-__global__ void __launch_bounds__(H3_THREADS, 1) H3_D64_KERNEL(const __grid_constant__ flash3_params p)
+__global__ void __launch_bounds__(H3_THREADS(H3_D64_CONSUMERS), 1)
+H3_D64_KERNEL(const __grid_constant__ flash3_params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    flash3_fwd_tile<64>(p);
+    flash3_fwd_tile<64, H3_D64_CONSUMERS, (H3_D64_OVERLAP != 0)>(p);
 #endif
 }
 
-__global__ void __launch_bounds__(H3_THREADS, 1) H3_D128_KERNEL(const __grid_constant__ flash3_params p)
+__global__ void __launch_bounds__(H3_THREADS(H3_D128_CONSUMERS), 1)
+H3_D128_KERNEL(const __grid_constant__ flash3_params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    flash3_fwd_tile<128>(p);
+    flash3_fwd_tile<128, H3_D128_CONSUMERS, (H3_D128_OVERLAP != 0)>(p);
 #endif
 }
 
 /* ---- the stage -------------------------------------------------------------------------------- */
+
+/* Query rows, threads and dynamic shared memory of a block of the head_dim's kernel. */
+static int block_m_for(int head_dim)
+{
+    return head_dim == 64 ? H3_D64_BLOCK_M : H3_D128_BLOCK_M;
+}
+
+static int threads_for(int head_dim)
+{
+    return head_dim == 64 ? H3_THREADS(H3_D64_CONSUMERS) : H3_THREADS(H3_D128_CONSUMERS);
+}
+
+static size_t smem_for(int head_dim)
+{
+    return head_dim == 64 ? H3_SMEM_BYTES(64, H3_D64_BLOCK_M) : H3_SMEM_BYTES(128, H3_D128_BLOCK_M);
+}
 
 /* The tensor maps of the last forward and the tensors they describe (re-encoded when those
  * change). */
@@ -535,7 +577,7 @@ static void encode_qkv_map(const flash3_state *st, CUtensorMap *map, const void 
 
 static void encode_maps(flash3_state *st, const attn_problem *p)
 {
-    encode_qkv_map(st, &st->q_map, p->q, &p->shape, H3_BLOCK_M);
+    encode_qkv_map(st, &st->q_map, p->q, &p->shape, block_m_for(p->shape.head_dim));
     encode_qkv_map(st, &st->k_map, p->k, &p->shape, H3_BLOCK_N);
     encode_qkv_map(st, &st->v_map, p->v, &p->shape, H3_BLOCK_N);
     st->q = p->q;
@@ -560,17 +602,18 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
                  prop->minor);
         return 1;
     }
-    const size_t smem = H3_SMEM_BYTES(s->head_dim);
+    const size_t smem = smem_for(s->head_dim);
     if (smem > prop->sharedMemPerBlockOptin) {
         snprintf(why, why_len, "07_hopper at head_dim %d needs %zu bytes of shared memory per "
                  "block; %s allows %zu", s->head_dim, smem, prop->name, prop->sharedMemPerBlockOptin);
         return 1;
     }
-    const long long q_tiles = ((long long)s->seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
+    const int bm = block_m_for(s->head_dim);
+    const long long q_tiles = ((long long)s->seq + bm - 1) / bm;
     if (q_tiles > prop->maxGridSize[1]) {
         snprintf(why, why_len, "seq %d is too long for 07_hopper (at most %lld: %d query tiles of "
-                 "%d rows)", s->seq, (long long)prop->maxGridSize[1] * H3_BLOCK_M,
-                 prop->maxGridSize[1], H3_BLOCK_M);
+                 "%d rows)", s->seq, (long long)prop->maxGridSize[1] * bm,
+                 prop->maxGridSize[1], bm);
         return 1;
     }
     if ((long long)s->batch * s->heads > prop->maxGridSize[0]) {
@@ -599,11 +642,11 @@ static void *flash3_setup(attn_problem *p)
     const void *kernel = p->shape.head_dim == 64 ? (const void *)H3_D64_KERNEL
                                                  : (const void *)H3_D128_KERNEL;
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)H3_SMEM_BYTES(p->shape.head_dim)));
+                                    (int)smem_for(p->shape.head_dim)));
     return st;
 }
 
-/* One launch: grid (batch*heads, query tiles), 384 threads. */
+/* One launch: grid (batch*heads, query tiles), 384 threads (512 with 3 consumers). */
 static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;
@@ -618,14 +661,16 @@ static void flash3_forward(attn_problem *p)
     fp.o = (__nv_bfloat16 *)p->o;
     fp.seq = s->seq;
     fp.scale_log2 = p->scale * LOG2E;
-    const dim3 grid((unsigned)(s->batch * s->heads), (unsigned)((s->seq + H3_BLOCK_M - 1) / H3_BLOCK_M));
-    const size_t smem = H3_SMEM_BYTES(s->head_dim);
+    const int bm = block_m_for(s->head_dim);
+    const dim3 grid((unsigned)(s->batch * s->heads), (unsigned)((s->seq + bm - 1) / bm));
+    const size_t smem = smem_for(s->head_dim);
+    const int threads = threads_for(s->head_dim);
 
     prof_range_push("flash3_attention_forward");
     if (s->head_dim == 64)
-        H3_D64_KERNEL<<<grid, H3_THREADS, smem, p->stream>>>(fp);
+        H3_D64_KERNEL<<<grid, threads, smem, p->stream>>>(fp);
     else
-        H3_D128_KERNEL<<<grid, H3_THREADS, smem, p->stream>>>(fp);
+        H3_D128_KERNEL<<<grid, threads, smem, p->stream>>>(fp);
     CUDA_CHECK_LAUNCH();
     prof_range_pop();
 }
