@@ -13,13 +13,12 @@
  *   Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao 2024, "FlashAttention-3: Fast and Accurate
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
- * The block (rung 2 of the chapter's ladder, README.md, docs/perf-notes.md): 384 threads = 3
- * warpgroups for one tile of 128 query rows of one (batch, head), walking the key tiles
- * 0 .. diagonal of 128 keys each.
- *   warpgroup 0, the producer: gives registers back (setmaxnreg 24) and one of its threads
- *     issues every TMA copy: Q once, then K[n] and V[n] into stage n % 2 as soon as the
+ * The block: C consumer warpgroups (2 or 3) + 1 producer warpgroup, for one tile of BLOCK_M =
+ * 64*C query rows of one (batch, head), walking the key tiles 0 .. diagonal of 128 keys each.
+ *   warpgroup 0, the producer: gives registers back (setmaxnreg 24 or 32) and one of its
+ *     threads issues every TMA copy: Q once, then K[n] and V[n] into stage n % 2 as soon as the
  *     consumers have released what that stage held (empty mbarriers);
- *   warpgroups 1 and 2, the consumers (setmaxnreg 240), 64 query rows each. Per key tile:
+ *   warpgroups 1..C, the consumers (setmaxnreg 240 or 160), 64 query rows each. Per key tile:
  *     wait K[n] (full mbarrier) -> S = Q.K^T: head_dim/16 wgmma m64n128k16, A and B from
  *       shared memory; release K[n]
  *     mask (only on the tile that crosses the diagonal or the end of the sequence)
@@ -27,14 +26,17 @@
  *       O *= alpha
  *     wait V[n] (full mbarrier) -> O += P.V: 8 wgmma m64n<head_dim>k16, A = P from registers;
  *       release V[n]
- * (H3_INTRA_WG_OVERLAP=1 reorders the consumer's loop so that the softmax of tile n runs while
- * the tensor cores do P[n-1].V[n-1]: FlashAttention-3's intra-warpgroup overlap.)
+ *   With OVERLAP (FlashAttention-3's intra-warpgroup overlap) the consumer issues S[n] and
+ *   O += P[n-1].V[n-1] back to back and runs the softmax of S[n] while the second product is on
+ *   the tensor cores.
+ * The chapter's kernels (knobs below): head_dim 64: 3 consumers (192 x 128 tiles), overlap;
+ * head_dim 128: 2 consumers (128 x 128), overlap (3 would need more than 160 registers).
  * Key tiles past the diagonal are never loaded. Rows and keys past seq: TMA fills the parts of a
  * box outside the tensor with zeros, the mask hides keys >= seq, and rows >= seq are not stored.
  *
  * Shared memory (dynamic, rounded up to a 1024-byte boundary; each tile as TMA writes it with
  * 128-byte swizzle: [head_dim/64 panels][rows][64 bf16], 16-byte chunk c of row r at c ^ (r % 8)):
- *   Q 128 x head_dim (the O tile at the end), K 2 x 128 x head_dim, V 2 x 128 x head_dim,
+ *   Q BLOCK_M x head_dim (the O tile at the end), K 2 x 128 x head_dim, V 2 x 128 x head_dim,
  *   9 mbarriers: Q full, K full x 2, V full x 2, K empty x 2, V empty x 2.
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128, any seq >= 1.
@@ -71,10 +73,10 @@
  *   H3_D64_CONSUMERS, H3_D128_CONSUMERS  consumer warpgroups, 2 or 3: BLOCK_M = 64 x that
  *   H3_D64_OVERLAP, H3_D128_OVERLAP      1: the softmax of tile n overlaps P[n-1].V[n-1] */
 #ifndef H3_D64_CONSUMERS
-#define H3_D64_CONSUMERS 2
+#define H3_D64_CONSUMERS 3
 #endif
 #ifndef H3_D64_OVERLAP
-#define H3_D64_OVERLAP 0
+#define H3_D64_OVERLAP 1
 #endif
 #ifndef H3_D128_CONSUMERS
 #define H3_D128_CONSUMERS 2
