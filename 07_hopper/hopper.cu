@@ -29,8 +29,9 @@
  *   With OVERLAP (FlashAttention-3's intra-warpgroup overlap) the consumer issues S[n] and
  *   O += P[n-1].V[n-1] back to back and runs the softmax of S[n] while the second product is on
  *   the tensor cores.
- * The chapter's kernels (knobs below): head_dim 64: 3 consumers (192 x 128 tiles), overlap;
+ * The chapter's kernels (knobs below): head_dim 64: 2 consumers (128 x 128 tiles), no overlap;
  * head_dim 128: 2 consumers (128 x 128), overlap (3 would need more than 160 registers).
+ * docs/perf-notes.md has the measured alternatives.
  * Key tiles past the diagonal are never loaded. Rows and keys past seq: TMA fills the parts of a
  * box outside the tensor with zeros, the mask hides keys >= seq, and rows >= seq are not stored.
  *
@@ -73,10 +74,10 @@
  *   H3_D64_CONSUMERS, H3_D128_CONSUMERS  consumer warpgroups, 2 or 3: BLOCK_M = 64 x that
  *   H3_D64_OVERLAP, H3_D128_OVERLAP      1: the softmax of tile n overlaps P[n-1].V[n-1] */
 #ifndef H3_D64_CONSUMERS
-#define H3_D64_CONSUMERS 3
+#define H3_D64_CONSUMERS 2
 #endif
 #ifndef H3_D64_OVERLAP
-#define H3_D64_OVERLAP 1
+#define H3_D64_OVERLAP 0
 #endif
 #ifndef H3_D128_CONSUMERS
 #define H3_D128_CONSUMERS 2

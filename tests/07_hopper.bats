@@ -9,8 +9,8 @@
 load helpers
 
 # The kernel of each head_dim, with its tile shape (07_hopper/hopper.cu: 64 query rows per consumer
-# warpgroup, 3 at head_dim 64, 2 at 128; 128-key tiles).
-D64_KERNEL='flash3_fwd_bf16_causal_192x128_d64_sm90a'
+# warpgroup, 2 consumer warpgroups; 128-key tiles).
+D64_KERNEL='flash3_fwd_bf16_causal_128x128_d64_sm90a'
 D128_KERNEL='flash3_fwd_bf16_causal_128x128_d128_sm90a'
 
 # The compute capability of GPU 0 ("9.0"), or "" without a GPU.
@@ -127,9 +127,9 @@ shape_case() {
     assert_flash3_kernels 64
     [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
     [ "$(trace_query "$TRACE" ranges flash3_attention_forward)" -eq 3 ]
-    # grid (batch*heads, query tiles of 192 rows), 4 warpgroups, opt-in dynamic shared memory:
-    # 1024 (alignment) + Q 24576 + 2 x (K 16384 + V 16384) + 9 mbarriers x 8 = 91208 B
-    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[128, 6, 1\], block \[512, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 91208 B \(opt-in\)"
+    # grid (batch*heads, query tiles of 128 rows), 3 warpgroups, opt-in dynamic shared memory:
+    # 1024 (alignment) + Q 16384 + 2 x (K 16384 + V 16384) + 9 mbarriers x 8 = 83016 B
+    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[128, 8, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 83016 B \(opt-in\)"
     printf '%s\n' "$output" | grep -qE "^ *${D64_KERNEL}\(flash3_para\.\.\. "
     printf '%s\n' "$output" | grep -qE '^Self CPU time total: [0-9.]+(us|ms|s)$'
     printf '%s\n' "$output" | grep -qE '^Self CUDA time total: [0-9.]+(us|ms|s)$'
@@ -138,13 +138,12 @@ shape_case() {
 
 # On the H100/H200 (65536 registers per SM, 228 KiB of shared memory, 1 KiB of it reserved per
 # block) the profiler reads the registers a kernel is launched with: the cap at entry that
-# __launch_bounds__(threads, 1) gives, 65536 / threads rounded down to a multiple of 8 (128 for
-# 512 threads, 168 for 384), not the 24 / 160 / 240 the warpgroups move to with setmaxnreg.
-#   d64:  512 threads x 128 registers = the whole register file -> 1 block, 16 warps = 25%.
-#   d128: 384 threads x 168 registers -> 1 block; 164936 B of shared memory -> 1 block: 12 warps
-#         = 18.75%, limited by both; Kineto, which ignores the opt-in, estimates 0%.
+# __launch_bounds__(384, 1) gives, 65536 / 384 rounded down to a multiple of 8 = 168, not the 24
+# and 240 the warpgroups move to with setmaxnreg. 384 x 168 registers -> 1 block, 12 warps = 18.75%.
+#   d64:  83016 B of shared memory would allow 2 blocks: limited by registers.
+#   d128: 164936 B allow 1 block too: limited by both; Kineto, which ignores the opt-in, says 0%.
 @test "07_hopper on compute capability 9.0: registers at entry, 1 block/SM, occupancy per head_dim" {
-    local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[32, 11, 1\], block \[512, 1, 1\], 128 registers/thread, shared memory 0 \+ 91208 B \(opt-in\), 1 block/SM \(16 warps\), occupancy 25\.00%, limited by registers, "
+    local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[32, 16, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 83016 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers, Kineto: 0%, "
     local d128_re="^  $D128_KERNEL\(flash3_params\): grid \[32, 16, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 164936 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers \+ shared memory, Kineto: 0%, "
     for d in 64 128; do
         run_stage 07_hopper --batch 2 --heads 16 --seq 2048 --head-dim "$d"
