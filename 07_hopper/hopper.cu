@@ -94,8 +94,8 @@
 #define H3_CONSUMER_REGS(C) ((C) == 2 ? 240 : 160)
 
 /* Kernel arguments. The tensor maps describe Q, K, V as 4-D tensors {64, seq, head_dim/64,
- * batch*heads} (innermost first; see encode_qkv_map) with a box of {64, 128, head_dim/64, 1}:
- * one box is one tile. They live in the parameter space (__grid_constant__), where TMA reads them. */
+ * batch*heads} (innermost first; see encode_qkv_map) with a box of {64, rows, head_dim/64, 1},
+ * rows = BLOCK_M for Q and 128 for K and V: one box is one tile. They live in the parameter space (__grid_constant__), where TMA reads them. */
 typedef struct {
     CUtensorMap q_map, k_map, v_map;
     __nv_bfloat16 *o;          /* bf16 [batch, heads, seq, head_dim] */
@@ -266,7 +266,7 @@ static __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_
     wgmma_commit();
 }
 
-/* A consumer warpgroup cwg (0 or 1): query rows m0 + 64cwg .. m0 + 64cwg + 63, all key tiles.
+/* A consumer warpgroup cwg (0 .. C-1): query rows m0 + 64cwg .. m0 + 64cwg + 63, all key tiles.
  *
  * Register bookkeeping of one thread: warp w of the warpgroup, lane = 4g + t. By the wgmma
  * accumulator layout (wgmma.cuh) the thread owns rows 16w + g + 8h (h = 0, 1) of the
@@ -420,11 +420,11 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
     }
 }
 
-/* One block = one query tile of 128 rows of one (batch, head); see the file comment.
- * Grid: x = batch*heads, y = query tiles, heaviest (last) tile first. Block: 384 threads =
- * warpgroup 0, the producer (one thread issues every TMA copy; 24 registers), and warpgroups 1
- * and 2, the consumers (64 query rows each; 240 registers). Dynamic shared memory:
- * H3_SMEM_BYTES(D). */
+/* One block = one query tile of BM = 64*C rows of one (batch, head); see the file comment.
+ * Grid: x = batch*heads, y = query tiles, heaviest (last) tile first. Block: 128*(C+1) threads =
+ * warpgroup 0, the producer (one thread issues every TMA copy; H3_PRODUCER_REGS(C) registers),
+ * and warpgroups 1..C, the consumers (64 query rows each; H3_CONSUMER_REGS(C) registers).
+ * Dynamic shared memory: H3_SMEM_BYTES(D, BM). */
 template <int D, int C, bool OVERLAP>
 static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
 {
