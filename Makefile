@@ -71,6 +71,12 @@ $(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) $(wildcard common/*.h common/*.cuh $(addsuf
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
+# 07_hopper uses sm_90a-only instructions (wgmma): its objects are built for sm_90a alone,
+# whatever ARCH is (nvcc 13.0 needs the -gencode form; -arch=sm_90a also runs a plain sm_90 pass).
+07_hopper_ARCH := -gencode arch=compute_90a,code=sm_90a
+$(BUILD)/07_hopper/%.cu.o: NVFLAGS := $(filter-out $(ARCH),$(NVFLAGS)) $(07_hopper_ARCH)
+$(BUILD)/07_hopper/hopper.cu.o: $(wildcard common/sm90/*.cuh)
+
 # One stage = its own .cu files (nvcc) and host-only .c files (gcc) + the harness.
 define STAGE_RULES
 $(1): $(1)/run

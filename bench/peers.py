@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""peers.py: our six stages beside their PyTorch peers, same shapes, same timing, ratios.
+"""peers.py: our stages beside their PyTorch peers, same shapes, same timing, ratios.
 
     python3 bench/peers.py [--shapes 8x16x1024x64,4x16x2048x64,2x16x4096x128] [--out traces/peers.md]
 
@@ -12,6 +12,7 @@ it prints why and exits 0. Pairs (README.md, "The course at a glance"; docs/pyto
     04_efficient <-> SDPA efficient  torch.nn.attention.sdpa_kernel(SDPBackend.X)
     05_flash     <-> SDPA flash
     06_cudnn     <-> SDPA cuDNN
+    07_hopper    <-> SDPA cuDNN    (the hand-written Hopper kernel against cuDNN's generated one)
 Inputs are bf16 [batch, heads, seq, head_dim]. Our side is `./NN_x/run --quiet --trace none
 --check-rows 64` at the shape; its summary line gives gpu_us and cpu_us. The peers are timed here
 the way common/run.c times a stage: after 3 warm-up calls, CUDA events around 20 back-to-back calls
@@ -36,7 +37,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES = "8x16x1024x64,4x16x2048x64,2x16x4096x128"
 SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)$")
 PAIRS = [("01_naive", "naive"), ("02_inplace", "naive-inplace"), ("03_math", "SDPA math"),
-         ("04_efficient", "SDPA efficient"), ("05_flash", "SDPA flash"), ("06_cudnn", "SDPA cuDNN")]
+         ("04_efficient", "SDPA efficient"), ("05_flash", "SDPA flash"), ("06_cudnn", "SDPA cuDNN"),
+         ("07_hopper", "SDPA cuDNN")]
 WARMUP, CALLS, BATCHES, MIN_BATCHES, BUDGET_S = 3, 20, 10, 3, 2.0   # as common/run.c
 STAGE_TIMEOUT_S = 300
 
