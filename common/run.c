@@ -336,8 +336,7 @@ int main(int argc, char **argv)
     counters_format_summary(&ctr, write_b, wr, sizeof wr);
     printf("result stage=%s shape=%dx%dx%dx%d kernels_per_step=%s memcpy_per_step=%s gpu_us=%.1f "
            "cpu_us=%.1f tflops=%.1f pct_peak=%.1f extra_bytes=%zu dram_read=%s dram_write=%s "
-           "rel_l2=%.3e max_abs=%.3e err_ratio=%.3f o_hash=%016llx check=PASS trace=%s
-",
+           "rel_l2=%.3e max_abs=%.3e err_ratio=%.3f o_hash=%016llx check=PASS trace=%s\n",
            stage->name, s->batch, s->heads, s->seq, s->head_dim, kps, mps, gpu_us, cpu_us,
            tflops, peak > 0 ? 100.0 * tflops / peak : 0.0, p.extra_bytes, rd, wr, chk.rel_l2,
            chk.max_abs, chk.ratio, o_hash, want_trace ? opt.trace : "none");
