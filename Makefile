@@ -77,6 +77,14 @@ $(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) $(wildcard common/*.h common/*.cuh $(addsuf
 $(BUILD)/07_hopper/%.cu.o: NVFLAGS := $(filter-out $(ARCH),$(NVFLAGS)) $(07_hopper_ARCH)
 $(BUILD)/07_hopper/hopper.cu.o: $(wildcard common/sm90/*.cuh)
 
+# make sanitize's racecheck build of 07 (tests/sanitize.sh says why): the same kernel without
+# setmaxnreg (-DH3_SETMAXNREG=0). Not part of `all`.
+$(BUILD)/07_hopper/hopper_racecheck.cu.o: 07_hopper/hopper.cu $(FLAGS_STAMP) $(wildcard common/*.h common/*.cuh common/sm90/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -DH3_SETMAXNREG=0 -c $< -o $@
+07_hopper/run_racecheck: $(BUILD)/07_hopper/hopper_racecheck.cu.o $(COMMON_OBJ) $(RUN_OBJ)
+	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) $(LIBS)
+
 # One stage = its own .cu files (nvcc) and host-only .c files (gcc) + the harness.
 define STAGE_RULES
 $(1): $(1)/run
@@ -95,7 +103,7 @@ test: all
 	bash -c 'set -o pipefail; bats --tap tests/ | bash tests/tap_summary.sh'
 
 clean:
-	rm -rf $(BUILD) $(addsuffix /run,$(STAGES)) traces
+	rm -rf $(BUILD) $(addsuffix /run,$(STAGES)) 07_hopper/run_racecheck traces
 
 # make compare [SHAPE=BxHxSxD]: every stage at one shape (default the blog's 8x16x1024x64), one
 # table "at a glance"; also traces/compare.md and traces/compare.svg (bench/compare.py). GPU only.
@@ -105,5 +113,5 @@ compare: all
 # make sanitize: compute-sanitizer memcheck, racecheck, synccheck and initcheck on every stage at
 # small odd shapes
 # (tests/sanitize.sh; logs under build/sanitize). Fails on any reported error. GPU only.
-sanitize: all
+sanitize: all 07_hopper/run_racecheck
 	CUDA_HOME=$(CUDA_HOME) bash tests/sanitize.sh

@@ -85,6 +85,15 @@
 #ifndef H3_D128_OVERLAP
 #define H3_D128_OVERLAP 1
 #endif
+/* H3_SETMAXNREG (default 1): the warpgroups trade registers with setmaxnreg. 0 keeps every
+ * warpgroup at the launch's registers (the consumers may then spill to local memory). Only
+ * make sanitize's racecheck build uses 0 (07_hopper/run_racecheck, see tests/sanitize.sh):
+ * compute-sanitizer's racecheck hangs now and then on the setmaxnreg build, and what racecheck
+ * checks, the shared-memory protocol (TMA -> mbarrier -> wgmma -> mbarrier -> TMA, the
+ * epilogue's staging), is the same code in both builds. */
+#ifndef H3_SETMAXNREG
+#define H3_SETMAXNREG 1
+#endif
 
 /* Threads of a block with C consumer warpgroups (+ the producer warpgroup), and the setmaxnreg
  * budgets that fill the SM's 65536 registers: 128 x 24 + 256 x 240 = 64512 (C = 2),
@@ -463,10 +472,10 @@ static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
     __syncthreads();                          /* the last block-wide barrier */
 
     if (wg == 0) {
-        setmaxnreg_dec<H3_PRODUCER_REGS(C)>();
+        if (H3_SETMAXNREG) setmaxnreg_dec<H3_PRODUCER_REGS(C)>();
         if (threadIdx.x == 0) flash3_producer<D, BM>(p, b);
     } else {
-        setmaxnreg_inc<H3_CONSUMER_REGS(C)>();
+        if (H3_SETMAXNREG) setmaxnreg_inc<H3_CONSUMER_REGS(C)>();
         flash3_consumer<D, BM, OVERLAP>(p, b, wg - 1);
     }
 }

@@ -880,3 +880,42 @@ PY
 @test "sanitize.sh: the default tools are memcheck, racecheck, synccheck and initcheck" {
     grep -qx 'tools=${SANITIZE_TOOLS:-"memcheck racecheck synccheck initcheck"}' "$ROOT/tests/sanitize.sh"
 }
+
+# A fake GPU listing and a fake compute-sanitizer, to drive tests/sanitize.sh on the CPU.
+fake_sanitizer() {
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    printf '#!/bin/sh\necho "GPU 0: Fake GPU (UUID: GPU-0)"\n' > "$BATS_TEST_TMPDIR/bin/nvidia-smi"
+    printf '#!/bin/sh\n%s\n' "$1" > "$BATS_TEST_TMPDIR/bin/fake-sanitizer"
+    chmod +x "$BATS_TEST_TMPDIR/bin/nvidia-smi" "$BATS_TEST_TMPDIR/bin/fake-sanitizer"
+}
+
+@test "sanitize.sh: SANITIZE_TIMEOUT and SANITIZE_CUDA_BARRIERS must be whole numbers: exit 2, one line" {
+    run --separate-stderr env SANITIZE_TIMEOUT=5m SANITIZER=/bin/true bash "$ROOT/tests/sanitize.sh"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_CUDA_BARRIERS and SANITIZE_TIMEOUT must be whole numbers" ]
+    run --separate-stderr env SANITIZE_CUDA_BARRIERS=-1 SANITIZER=/bin/true bash "$ROOT/tests/sanitize.sh"
+    [ "$status" -eq 2 ]
+}
+
+@test "sanitize.sh: a run still going after SANITIZE_TIMEOUT is killed and FAILs, naming the limit" {
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    fake_sanitizer 'sleep 30'
+    run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
+        SANITIZE_TIMEOUT=1 SANITIZE_TOOLS=memcheck SANITIZE_SHAPES=1x2x77x64 SANITIZE_STAGES=01_naive \
+        SANITIZE_LOGS="$BATS_TEST_TMPDIR/logs" bash "$ROOT/tests/sanitize.sh"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"FAIL 01_naive memcheck 1x2x77x64: still running after 1 s, killed (SANITIZE_TIMEOUT)"* ]]
+}
+
+@test "sanitize.sh: racecheck and synccheck track 1024 cuda::barriers per block, memcheck is not given the flag" {
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    fake_sanitizer "echo \"\$*\" >> \"$BATS_TEST_TMPDIR/args\"; echo '========= ERROR SUMMARY: 0 errors'"
+    run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
+        SANITIZE_TOOLS="memcheck racecheck synccheck" SANITIZE_SHAPES=1x2x77x64 SANITIZE_STAGES=01_naive \
+        SANITIZE_LOGS="$BATS_TEST_TMPDIR/logs" bash "$ROOT/tests/sanitize.sh"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c -- '--num-cuda-barriers 1024' "$BATS_TEST_TMPDIR/args")" -eq 2 ]
+    grep -q -- '^--tool memcheck --error-exitcode 1 --report-api-errors no ./01_naive/run ' "$BATS_TEST_TMPDIR/args"
+    grep -q -- '^--tool racecheck .*--num-cuda-barriers 1024 --kernel-name-exclude kns=cudnn_generated ./01_naive/run ' "$BATS_TEST_TMPDIR/args"
+    grep -q -- '^--tool synccheck .*--num-cuda-barriers 1024 ./01_naive/run ' "$BATS_TEST_TMPDIR/args"
+}

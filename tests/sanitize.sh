@@ -27,6 +27,20 @@
 #       read and a write that the kernel orders with mbarriers / the TMA async proxy, which
 #       racecheck does not model). They are NVIDIA's kernels, not ours; memcheck still runs on
 #       them. Every kernel of ours (04, 05, 01-03's kernels) is racechecked.
+#   SANITIZE_CUDA_BARRIERS=1024  --num-cuda-barriers for racecheck and synccheck: the mbarriers
+#       (cuda::barrier) per block the tool tracks. Its automatic count (0) is too small for
+#       cuDNN's generated kernel: measured on the H200 (compute-sanitizer 2025.3.1, cuDNN 9.14),
+#       06 synccheck at 1x2x77x64 warned "Detected overflow of tracked cuda::barrier structures"
+#       and the kernel then failed (unspecified launch failure) with 0 and with 64; with 1024
+#       it runs clean.
+#   SANITIZE_TIMEOUT=300  seconds per run; a run that takes longer is killed and FAILs (a hang
+#       under a tool is a finding, not a wait).
+#   A stage that has a ./NN_x/run_racecheck binary is racechecked with it instead of ./run:
+#       07_hopper's is the same kernel built without setmaxnreg (-DH3_SETMAXNREG=0). Measured on
+#       the H200 (compute-sanitizer 2025.3.1): racecheck on the setmaxnreg build hung (killed
+#       after 30-60 s) in 3 of 5 runs at 1x1x1x64 and in 1 of 4 at 1x2x77x64, and found 0
+#       hazards whenever it finished; without setmaxnreg 5 of 5 runs finished in about 1 s.
+#       memcheck, synccheck and initcheck run the setmaxnreg build itself.
 #   SYNCCHECK_EXCLUDE, INITCHECK_EXCLUDE  kernels synccheck / initcheck leave out, in the same
 #       --kernel-name-exclude syntax (default: none). Every kernel, cuBLAS's and cuDNN's
 #       included, is checked by both: named barriers and mbarriers are valid barrier use for
@@ -47,6 +61,12 @@ flags=${SANITIZER_FLAGS:-"--report-api-errors no"}
 race_exclude=${RACECHECK_EXCLUDE-"kns=cudnn_generated"}
 sync_exclude=${SYNCCHECK_EXCLUDE-}
 init_exclude=${INITCHECK_EXCLUDE-}
+cuda_barriers=${SANITIZE_CUDA_BARRIERS:-1024}
+run_timeout=${SANITIZE_TIMEOUT:-300}
+case "$cuda_barriers$run_timeout" in
+    *[!0-9]*) echo "sanitize: SANITIZE_CUDA_BARRIERS and SANITIZE_TIMEOUT must be whole numbers" >&2
+              exit 2 ;;
+esac
 for tool in $tools; do
     case "$tool" in
         memcheck | racecheck | synccheck | initcheck) ;;
@@ -92,26 +112,35 @@ for stage in $stages; do
             log="$logs/$stage.$tool.$shape.log"
             t0=$SECONDS
             tool_flags=$flags
+            bin=./$stage/run
             case "$tool" in
-                racecheck) exclude=$race_exclude ;;
-                synccheck) exclude=$sync_exclude ;;
+                racecheck) exclude=$race_exclude
+                           tool_flags="$tool_flags --num-cuda-barriers $cuda_barriers"
+                           if [ -x "$stage/run_racecheck" ]; then bin=./$stage/run_racecheck; fi ;;
+                synccheck) exclude=$sync_exclude
+                           tool_flags="$tool_flags --num-cuda-barriers $cuda_barriers" ;;
                 initcheck) exclude=$init_exclude ;;
                 *) exclude= ;;
             esac
             if [ -n "$exclude" ]; then
-                tool_flags="$flags --kernel-name-exclude $exclude"
+                tool_flags="$tool_flags --kernel-name-exclude $exclude"
             fi
             # shellcheck disable=SC2086  # $tool_flags holds several words
-            "$san" --tool "$tool" --error-exitcode 1 $tool_flags \
-                "./$stage/run" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
+            timeout -k 10 "$run_timeout" "$san" --tool "$tool" --error-exitcode 1 $tool_flags \
+                "$bin" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
                 --warmup 0 --steps 1 --trace none --quiet >"$log" 2>&1
             rc=$?
             took=$((SECONDS - t0))
             # the program's own last line (the sanitizer's lines start with "=========")
             msg=$(grep -v '^=========' "$log" | grep -v '^[[:space:]]*$' | tail -n 1)
             summary=$(grep -m1 'ERROR SUMMARY' "$log" | sed 's/^========= *//')
-            if [ $rc -eq 0 ]; then
-                echo "ok   $stage $tool $shape (${took} s; ${summary:-no summary})"
+            which=${bin#./"$stage"/}
+            [ "$which" = run ] && which= || which="; ./$stage/$which"
+            if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+                echo "FAIL $stage $tool $shape: still running after ${run_timeout} s, killed (SANITIZE_TIMEOUT)$which: $log"
+                failed=1
+            elif [ $rc -eq 0 ]; then
+                echo "ok   $stage $tool $shape (${took} s; ${summary:-no summary}$which)"
                 ran=$((ran + 1))
             elif [ $rc -eq 2 ] && [[ "$msg" != "no CUDA device"* ]] &&
                  ! grep -q 'ERROR SUMMARY: [1-9]' "$log"; then
