@@ -1,5 +1,6 @@
 # attention-profiling: one target per stage (make 05_flash builds ./05_flash/run), all, test,
-# sanitize, compare, clean. CUDA under CUDA_HOME, cuDNN under CUDNN_HOME or the system paths.
+# sanitize, compare, clean. CUDA under CUDA_HOME; cuDNN (06_cudnn only) under CUDNN_HOME or the
+# system paths.
 CUDA_HOME  ?= /usr/local/cuda
 CUDNN_HOME ?=
 NVCC       := $(CUDA_HOME)/bin/nvcc
@@ -18,14 +19,17 @@ ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 
 endif
 
 INC  := -I$(CUDA_HOME)/include -I$(CUDA_HOME)/extras/CUPTI/include -Icommon
-LIBDIRS := $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/extras/CUPTI/lib64
-ifneq ($(CUDNN_HOME),)
-INC     += -I$(CUDNN_HOME)/include
-LIBDIRS += $(CUDNN_HOME)/lib $(CUDNN_HOME)/lib64
-endif
-LIBDIRS := $(wildcard $(LIBDIRS))
+LIBDIRS := $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/extras/CUPTI/lib64)
 LDFLAGS := $(addprefix -L,$(LIBDIRS)) $(addprefix -Xlinker -rpath=,$(LIBDIRS))
-LIBS    := -Xlinker --as-needed -lcublasLt -lcublas -lcudnn -lcupti -lcudart -ldl -lm
+# The harness (common/*.c): CUPTI, the CUDA runtime, libdl, libm. Every stage and the unit tests
+# link it; a stage adds its own libraries below (<stage>_LIBS).
+HARNESS_LIBS := -lcupti -lcudart -ldl -lm
+
+# cuDNN, for 06_cudnn alone: its headers and library under CUDNN_HOME if set, else wherever the
+# compiler and linker find them (the system paths, or CUDA_HOME where cuDNN is installed there).
+CUDNN_INC     := $(if $(CUDNN_HOME),-I$(CUDNN_HOME)/include)
+CUDNN_LIBDIRS := $(if $(CUDNN_HOME),$(wildcard $(CUDNN_HOME)/lib $(CUDNN_HOME)/lib64))
+CUDNN_LDFLAGS := $(addprefix -L,$(CUDNN_LIBDIRS)) $(addprefix -Xlinker -rpath=,$(CUDNN_LIBDIRS))
 
 WERROR  := $(if $(filter true,$(CI)),-Werror,)
 CFLAGS  := -std=c11 -Itests/unit -Icommon/c_shim -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
@@ -36,11 +40,33 @@ NVFLAGS := -O3 -std=c++17 $(ARCH) -lineinfo -Xcompiler -Wall,-Wextra $(if $(WERR
 
 STAGES := $(sort $(patsubst %/,%,$(wildcard 0[1-9]_*/)))
 
+# common/ holds the harness (common/*.c, *.h) and, in sub-folders, kernel code that stages share:
+# common/eager/ (the eager ops of 01-03), common/sm80/ (cp.async, ldmatrix and mma.sync wrappers
+# of 04, 05, 07; the online softmax of 01-03), common/sm90/ (TMA, mbarrier, wgmma, setmaxnreg: 07).
 COMMON_C   := $(filter-out common/run.c,$(wildcard common/*.c))
-COMMON_CU  := $(wildcard common/*.cu)
-COMMON_OBJ := $(COMMON_C:%.c=$(BUILD)/%.o) $(COMMON_CU:%.cu=$(BUILD)/%.cu.o)
+COMMON_OBJ := $(COMMON_C:%.c=$(BUILD)/%.o)
 RUN_OBJ    := $(BUILD)/common/run.o
 UNIT       := $(BUILD)/common_unit
+EAGER_OBJ  := $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard common/eager/*.cu))
+
+# Each stage: the libraries it links beyond the harness's (<stage>_LIBS) and the shared objects
+# it uses (<stage>_OBJS, none if not named).
+01_naive_LIBS     := -lcublasLt -lcublas
+01_naive_OBJS     := $(EAGER_OBJ)
+02_inplace_LIBS   := -lcublasLt -lcublas
+02_inplace_OBJS   := $(EAGER_OBJ)
+03_math_LIBS      := -lcublasLt -lcublas
+03_math_OBJS      := $(EAGER_OBJ)
+04_efficient_LIBS :=
+05_flash_LIBS     :=
+06_cudnn_LIBS     := $(CUDNN_LDFLAGS) -lcudnn
+07_hopper_LIBS    :=
+# (07_hopper calls cuTensorMapEncodeTiled through the runtime's cudaGetDriverEntryPointByVersion:
+# no -lcuda.)
+
+# Headers: a change in any of them rebuilds the objects that may include it.
+HEADERS    := $(wildcard common/*.h common/*/*.h tests/unit/*.h $(addsuffix /*.h,$(STAGES)))
+CU_HEADERS := $(HEADERS) $(wildcard common/*.cuh common/*/*.cuh $(addsuffix /*.cuh,$(STAGES)))
 
 .PHONY: all test sanitize compare clean $(STAGES)
 all: $(STAGES) $(UNIT)
@@ -49,7 +75,7 @@ all: $(STAGES) $(UNIT)
 # the makefile is read) only when they change: CI=true adds -Werror, another GPU changes ARCH; such
 # a build recompiles everything, an unchanged one nothing (make -n and -q stay truthful).
 FLAGS_STAMP := $(BUILD)/flags.stamp
-FLAGS_LINE  := $(strip $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS))
+FLAGS_LINE  := $(strip $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS) | $(CUDNN_INC) $(CUDNN_LDFLAGS))
 FLAGS_WRITE := mkdir -p $(BUILD) && printf '%s\n' '$(subst ','\'',$(FLAGS_LINE))' > $(FLAGS_STAMP)
 ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
 ifneq ($(strip $(shell cat $(FLAGS_STAMP) 2>/dev/null)),$(FLAGS_LINE))
@@ -63,39 +89,49 @@ endif
 $(FLAGS_STAMP):
 	@$(FLAGS_WRITE)
 
-$(BUILD)/%.o: %.c $(FLAGS_STAMP) $(wildcard common/*.h tests/unit/*.h $(addsuffix /*.h,$(STAGES)))
+$(BUILD)/%.o: %.c $(FLAGS_STAMP) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) $(wildcard common/*.h common/*.cuh $(addsuffix /*.h,$(STAGES)) $(addsuffix /*.cuh,$(STAGES)))
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) $(CU_HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+# 06_cudnn's host files (gcc) see cuDNN's headers; if the compiler cannot find cudnn.h, one line
+# says so before any of them is compiled (the other stages do not need cuDNN).
+$(patsubst %.c,$(BUILD)/%.o,$(wildcard 06_cudnn/*.c)): CFLAGS += $(CUDNN_INC)
+$(patsubst %.c,$(BUILD)/%.o,$(wildcard 06_cudnn/*.c)): | cudnn-check
+.PHONY: cudnn-check
+cudnn-check:
+	@printf '#include <cudnn.h>\n' | $(CC) $(CFLAGS) $(CUDNN_INC) -E -x c - -o /dev/null 2>/dev/null || \
+	  { echo "06_cudnn needs cuDNN 9: cudnn.h not found; set CUDNN_HOME to its install" \
+	    "directory (01-05 and 07 build without cuDNN: make 01_naive ... make 07_hopper)" >&2; exit 2; }
 
 # 07_hopper uses sm_90a-only instructions (wgmma): its objects are built for sm_90a alone,
 # whatever ARCH is (nvcc 13.0 needs the -gencode form; -arch=sm_90a also runs a plain sm_90 pass).
 07_hopper_ARCH := -gencode arch=compute_90a,code=sm_90a
 $(BUILD)/07_hopper/%.cu.o: NVFLAGS := $(filter-out $(ARCH),$(NVFLAGS)) $(07_hopper_ARCH)
-$(BUILD)/07_hopper/hopper.cu.o: $(wildcard common/sm90/*.cuh)
 
 # make sanitize's racecheck build of 07 (tests/sanitize.sh says why): the same kernel without
 # setmaxnreg (-DH3_SETMAXNREG=0). Not part of `all`.
-$(BUILD)/07_hopper/hopper_racecheck.cu.o: 07_hopper/hopper.cu $(FLAGS_STAMP) $(wildcard common/*.h common/*.cuh common/sm90/*.cuh)
+$(BUILD)/07_hopper/hopper_racecheck.cu.o: 07_hopper/hopper.cu $(FLAGS_STAMP) $(wildcard common/*.h common/*/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -DH3_SETMAXNREG=0 -c $< -o $@
 07_hopper/run_racecheck: $(BUILD)/07_hopper/hopper_racecheck.cu.o $(COMMON_OBJ) $(RUN_OBJ)
-	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) $(LIBS)
+	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) -Xlinker --as-needed $(07_hopper_LIBS) $(HARNESS_LIBS)
 
-# One stage = its own .cu files (nvcc) and host-only .c files (gcc) + the harness.
+# One stage = its own .cu files (nvcc) and host-only .c files (gcc), the shared objects it names
+# (<stage>_OBJS), the harness; linked with <stage>_LIBS and the harness's libraries.
 define STAGE_RULES
 $(1): $(1)/run
-$(1)/run: $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard $(1)/*.cu)) $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/*.c)) $(COMMON_OBJ) $(RUN_OBJ)
-	$(NVCC) $(ARCH) -o $$@ $$^ $(LDFLAGS) $(LIBS)
+$(1)/run: $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard $(1)/*.cu)) $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/*.c)) $($(1)_OBJS) $(COMMON_OBJ) $(RUN_OBJ)
+	$(NVCC) $(ARCH) -o $$@ $$^ $(LDFLAGS) -Xlinker --as-needed $($(1)_LIBS) $(HARNESS_LIBS)
 endef
 $(foreach s,$(STAGES),$(eval $(call STAGE_RULES,$(s))))
 
-# CPU-only unit tests of common/ (tests/common.bats drives it).
+# CPU-only unit tests of common/ (tests/common.bats drives it): the harness alone.
 $(UNIT): $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)) $(COMMON_OBJ)
-	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) $(LIBS)
+	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) -Xlinker --as-needed $(HARNESS_LIBS)
 
 # make test: every Bats suite (GPU suites skip without a GPU), TAP output, then one closing line
 # "N passed, N failed, N skipped" (tests/tap_summary.sh); the status is bats' own.

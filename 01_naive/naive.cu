@@ -9,7 +9,7 @@
  *
  * GPU activities per step: GEMM, mul kernel, Memcpy DtoD, masked-fill kernel, softmax kernel,
  * GEMM = 6 (plus any launch of cuBLASLt's own; see README.md). The ops live in
- * common/eager_ops.cu, shared with 02_inplace; this file is only the forward.
+ * common/eager/eager_ops.cu, shared with 02_inplace; this file is only the forward.
  *
  * Buffers (eager_setup): two score-sized bf16 buffers, used as PyTorch's caching allocator would
  * hand out blocks: the scores in s_a; the scaled scores in s_b (s_a is free again once `scores`
@@ -24,7 +24,7 @@
 #include <cuda_runtime.h>
 
 #include "check.h"
-#include "eager_ops.h"
+#include "eager/eager_ops.h"
 #include "harness.h"
 
 static void naive_forward(attn_problem *p)

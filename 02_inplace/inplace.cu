@@ -4,8 +4,8 @@
  *     scores.masked_fill_(mask, float("-inf"))
  *
  * so ATen no longer clones the scaled scores: the Memcpy DtoD of 01 is gone and the fill kernel
- * writes straight into the scaled scores. Everything else (the ops in common/eager_ops.cu, the
- * GEMM plans, the buffers) is 01's.
+ * writes straight into the scaled scores. Everything else (the ops in common/eager/eager_ops.cu,
+ * the GEMM plans, the buffers) is 01's.
  *
  * GPU activities per step: GEMM, mul kernel, masked-fill kernel, softmax kernel, GEMM = 5.
  *
@@ -19,7 +19,7 @@
 
 #include <cuda_runtime.h>
 
-#include "eager_ops.h"
+#include "eager/eager_ops.h"
 #include "harness.h"
 
 static void inplace_forward(attn_problem *p)

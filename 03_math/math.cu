@@ -46,8 +46,8 @@
 #include <cuda_runtime.h>
 
 #include "check.h"
-#include "online_softmax.cuh"
-#include "eager_ops.h"
+#include "sm80/online_softmax.cuh"
+#include "eager/eager_ops.h"
 #include "harness.h"
 
 enum { THREADS = 256, ROW_THREADS = 128 };

@@ -39,7 +39,7 @@
 
 #include "check.h"
 #include "harness.h"
-#include "mma_sm80.cuh"
+#include "sm80/mma_sm80.cuh"
 
 #define TILE_Q 64                 /* query rows per block (Br) */
 #define TILE_K 64                 /* keys per K/V tile (Bc) */

@@ -49,7 +49,7 @@
 
 #include "harness.h"
 #include "check.h"
-#include "mma_sm80.cuh"
+#include "sm80/mma_sm80.cuh"
 
 #ifndef FLASH_D64_BLOCK_M
 #define FLASH_D64_BLOCK_M 128

@@ -58,7 +58,7 @@
 
 #include "harness.h"
 #include "check.h"
-#include "mma_sm80.cuh"        /* smem_addr, pack_bf16x2, exp2_approx, st_shared_b32, ld_shared_v4 */
+#include "sm80/mma_sm80.cuh"   /* smem_addr, pack_bf16x2, exp2_approx, st_shared_b32, ld_shared_v4 */
 #include "sm90/mbarrier.cuh"
 #include "sm90/setmaxnreg.cuh"
 #include "sm90/tma.cuh"

@@ -31,9 +31,6 @@ void die_usage(const char *fmt, ...)
 /* After a <<<>>> launch: launch-configuration errors. */
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
-#define CU_CHECK(call) do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) { const char *m_ = NULL; \
-    cuGetErrorString(r_, &m_); check_fail("CUDA driver", #call, __FILE__, __LINE__, m_ ? m_ : "unknown", NULL); } } while (0)
-
 #define CUBLAS_CHECK(call) do { cublasStatus_t s_ = (call); \
     if (s_ != CUBLAS_STATUS_SUCCESS) check_fail("cuBLAS", #call, __FILE__, __LINE__, cublasGetStatusString(s_), cublasGetStatusName(s_)); } while (0)
 

@@ -1,7 +1,7 @@
 /* harness.h: the contract between the common run harness and one stage of the course.
  *
- * A stage (01_naive/naive.cu, ..., 06_cudnn/cudnn.cu) defines exactly one
- *     ATTN_STAGE(...) = { ... };
+ * A stage (01_naive/naive.cu, ..., 06_cudnn/cudnn.c) defines exactly one
+ *     const attn_stage ATTN_STAGE_SYMBOL = { ... };
  * holding its name, its one-line idea and its set-up / forward / tear-down functions. The harness
  * (common/run.c) owns everything else: flags, tensors, the float64 reference check, the profiler,
  * the table, the trace and the summary line.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # 02_inplace: 01_naive with the mask applied in place (scores.masked_fill_(mask, -inf)): ATen no
 # longer clones the scores, so the Memcpy DtoD is gone. Per step: 2 GEMM kernels + mul +
-# masked-fill + softmax = 5 GPU activities, no copy. Same ops (common/eager_ops.cu) as 01: the
+# masked-fill + softmax = 5 GPU activities, no copy. Same ops (common/eager/eager_ops.cu) as 01: the
 # GEMMs take cuBLASLt's zero-workspace algorithms, so cuBLAS's 4-byte memset before S = Q·Kᵀ
 # (PyTorch's extra activity on the H200) is gone too and no workspace is allocated; with
 # ATTN_GEMM_WORKSPACE=1 it comes back (6 per step; tests/01_naive.bats checks that case).

@@ -14,8 +14,8 @@
 #include <cuda_runtime.h>
 
 #include "check.h"
-#include "online_softmax.cuh"
-#include "eager_ops.h"
+#include "sm80/online_softmax.cuh"
+#include "eager/eager_ops.h"
 #include "harness.h"
 
 enum { ELEMWISE_THREADS = 256, SOFTMAX_THREADS = 128, HEURISTIC_MAX = 16 };
@@ -338,7 +338,7 @@ void eager_causal_mask(unsigned char *mask, int seq, cudaStream_t stream)
 /* ===================================== softmax ==============================================
  * One warp per row, SOFTMAX_THREADS / 32 rows per block, grid-stride over rows. Sweep 1: each
  * lane folds its columns into a running (max, sum) in base 2 and the warp merges the 32 pairs
- * (common/online_softmax.cuh). Sweep 2 re-reads the row (from L1/L2) and writes
+ * (common/sm80/online_softmax.cuh). Sweep 2 re-reads the row (from L1/L2) and writes
  * 2^(x·log2 e - m) / l in bf16. */
 template <int VEC>
 __device__ __forceinline__ void load_bf16(const __nv_bfloat16 *x, float *v)

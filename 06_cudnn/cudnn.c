@@ -17,8 +17,7 @@
  * Supported: compute capability 8.0+, head_dim a multiple of 8 up to 256 (cuDNN's SDPA support
  * matrix), cuDNN 9 except 9.10.0/9.10.1 (known-bad SDPA forward, blocked by cudnn-frontend).
  *
- * No kernels here: this file is host code (C-style), a .cu only because the harness builds the
- * stage's .cu files with nvcc.
+ * No kernels here: this file is host code, C11, built with gcc like builder.c and sdpa_graph.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -119,7 +118,7 @@ static void print_plan(const sdpa_plan *plan)
 /* ---- the stage -------------------------------------------------------------------------------- */
 
 /* Compute capability 8.0+, head_dim % 8 == 0 and <= 256, a usable cuDNN 9. */
-static int cudnn_supports(const attn_shape *s, const cudaDeviceProp *prop, char *why, size_t why_len)
+static int cudnn_supports(const attn_shape *s, const struct cudaDeviceProp *prop, char *why, size_t why_len)
 {
     const size_t v = cudnnGetVersion();
     if (s->head_dim % 8 != 0 || s->head_dim > 256) {
@@ -218,7 +217,7 @@ static int cudnn_parse_flag(const char *arg)
     return 0;
 }
 
-extern "C" const attn_stage ATTN_STAGE_SYMBOL = {
+const attn_stage ATTN_STAGE_SYMBOL = {
     "06_cudnn",
     "cuDNN 9 backend API: a 14-op SDPA operation graph, fused into one generated kernel; plan built once",
     cudnn_supports,
