@@ -141,13 +141,20 @@ test: all
 clean:
 	rm -rf $(BUILD) $(addsuffix /run,$(STAGES)) 07_hopper/run_racecheck traces
 
+# GPU only: without a usable CUDA device, make compare and make sanitize stop before running
+# anything, with one line (make's "Makefile:N: *** ...  Stop.") and exit 2. NO_GPU is
+# tests/need_gpu.sh's reason, empty on a GPU machine; expanded only when one of them runs.
+NO_GPU = $(shell bash tests/need_gpu.sh)
+
 # make compare [SHAPE=BxHxSxD]: every stage at one shape (default the blog's 8x16x1024x64), one
 # table "at a glance"; also traces/compare.md and traces/compare.svg (bench/compare.py). GPU only.
 compare: all
+	$(if $(NO_GPU),$(error make compare: $(NO_GPU)))
 	python3 bench/compare.py run $(if $(SHAPE),--shape $(SHAPE))
 
 # make sanitize: compute-sanitizer memcheck, racecheck, synccheck and initcheck on every stage at
 # small odd shapes
 # (tests/sanitize.sh; logs under build/sanitize). Fails on any reported error. GPU only.
 sanitize: all 07_hopper/run_racecheck
+	$(if $(NO_GPU),$(error make sanitize: $(NO_GPU)))
 	CUDA_HOME=$(CUDA_HOME) bash tests/sanitize.sh

@@ -61,4 +61,5 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* parse_flag */  NULL,
     /* flag_help */   NULL,
     /* tolerance */   0.0,
+    /* env_help */    EAGER_ENV_HELP,
 };

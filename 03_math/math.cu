@@ -488,4 +488,5 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* parse_flag */  NULL,
     /* flag_help */   NULL,
     /* tolerance */   4e-3,
+    /* env_help */    NULL,
 };

@@ -448,4 +448,5 @@ extern "C" const attn_stage ATTN_STAGE_SYMBOL = {
     NULL,                                                               /* parse_flag */
     NULL,                                                               /* flag_help */
     0.0,                                                                /* tolerance: 1e-2 */
+    NULL,                                                               /* env_help */
 };

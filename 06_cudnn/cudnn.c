@@ -208,9 +208,11 @@ static void cudnn_teardown(attn_problem *p)
     p->state = NULL;
 }
 
-static int cudnn_parse_flag(const char *arg)
+/* --rebuild-plan takes no value: 1 (the harness's parse_flag contract). */
+static int cudnn_parse_flag(const char *flag, const char *value)
 {
-    if (strcmp(arg, "--rebuild-plan") == 0) {
+    (void)value;
+    if (strcmp(flag, "--rebuild-plan") == 0) {
         g_rebuild_plan = 1;
         return 1;
     }
@@ -228,4 +230,7 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     cudnn_parse_flag,
     "  --rebuild-plan    rebuild the cuDNN graph and plan on every forward call (no plan cache)",
     0.0,                 /* the bf16 bound, 1e-2 */
+    /* env_help: cuDNN's own settings, read by cuDNN */
+    "  CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr  cuDNN's own log (cuDNN reads them): why\n"
+    "                    each engine config was refused, on stderr",
 };

@@ -478,12 +478,32 @@ def check_shape_flags(found, shape, values):
         return
 
 
+def die_no_gpu(reason):
+    """No usable CUDA device (reason: the stages' "no CUDA device: ..." line): exit 2."""
+    die(f"{reason}. `make compare` needs an NVIDIA GPU (it runs the stages on a GPU machine); "
+        "nothing was written (bench/compare.py render SUMMARY_FILE OUTDIR renders saved summary "
+        "lines without one)")
+
+
+def check_device():
+    """Before any stage runs (and before any progress line): tests/need_gpu.sh, the device check
+    make compare runs too. Without a usable device: its one line, exit 2."""
+    try:
+        p = subprocess.run(["bash", os.path.join(ROOT, "tests", "need_gpu.sh")], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return                    # no verdict: the runs themselves will say
+    if p.returncode == 2:
+        die_no_gpu(one_line(p.stdout))
+
+
 def run_stages(shape, outdir):
     b, h, s, d = SHAPE_RE.match(shape).groups()
     found = stages()
     if not found:
         die(f"no stage directories (NN_x/) under {ROOT}")
     check_shape_flags(found, shape, [b, h, s, d])
+    check_device()
     summary, failed = [], False
     for stage in found:
         exe = os.path.join(ROOT, stage, "run")
@@ -499,9 +519,7 @@ def run_stages(shape, outdir):
         except subprocess.TimeoutExpired:
             rc, out, err = 124, "", f"timed out after {STAGE_TIMEOUT_S} s"
         if rc == 2 and "no CUDA device" in err:
-            die(f"{one_line(err)}. `make compare` needs an NVIDIA GPU (it runs the stages on a GPU "
-                "machine); nothing was written (bench/compare.py render SUMMARY_FILE OUTDIR renders "
-                "saved summary lines without one)")
+            die_no_gpu(one_line(err))
         if rc == 2 and one_line(err).startswith("--"):
             # the shared flag parser refused the shape (e.g. --batch out of range): every stage
             # would say the same; bad input, not a stage that does not support the shape

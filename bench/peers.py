@@ -4,7 +4,7 @@
     python3 bench/peers.py [--shapes 8x16x1024x64,4x16x2048x64,2x16x4096x128] [--out traces/peers.md]
 
 Runs on the GPU machine, where PyTorch is installed; elsewhere (no PyTorch, or no CUDA device)
-it prints why and exits 0. Pairs (README.md, "The course at a glance"; docs/pytorch-h200/):
+it prints why on one line on stderr and exits 2, having run and written nothing. Pairs (README.md, "The course at a glance"; docs/pytorch-h200/):
     01_naive     <-> naive        the blog's module: Q@Kᵀ, * scale, masked_fill (out of place, the
                                   causal mask built once), softmax, @V
     02_inplace   <-> naive-inplace  the same with masked_fill_
@@ -21,7 +21,8 @@ the way common/run.c times a stage: after 3 warm-up calls, CUDA events around 20
 Python dispatch inside those batches (no synchronization inside a batch). The sdpa_kernel context
 is entered once around all of a peer's calls. FLOPs = 4·B·H·S²·D / 2 (causal).
 Prints one table per shape (flushed as it goes) and writes them to traces/peers.md.
-Exit status: 0; 1 when one of our stages failed its run (check or CUDA error); 2 on bad flags.
+Exit status: 0; 1 when one of our stages failed its run (check or CUDA error); 2 on bad flags,
+without PyTorch or without a CUDA device.
 """
 import argparse
 import contextlib
@@ -244,13 +245,14 @@ def main(argv):
     try:
         import torch
     except ImportError as e:
-        say(f"peers: PyTorch is not installed here ({e}); bench/peers.py runs on the GPU machine "
-            "where it is (pip install torch). Nothing to compare.")
-        return 0
+        print(f"peers: PyTorch is not installed here ({e}); bench/peers.py runs on the GPU machine "
+              "where it is (pip install torch). Nothing to compare.", file=sys.stderr, flush=True)
+        return 2
     if not torch.cuda.is_available():
-        say(f"peers: PyTorch {getattr(torch, '__version__', '?')} sees no CUDA device; "
-            "bench/peers.py runs on the GPU machine. Nothing to compare.")
-        return 0
+        print(f"peers: PyTorch {getattr(torch, '__version__', '?')} sees no CUDA device; "
+              "bench/peers.py runs on the GPU machine. Nothing to compare.", file=sys.stderr,
+              flush=True)
+        return 2
 
     missing = ensure_built()
     dev = torch.cuda.get_device_name(0)

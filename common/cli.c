@@ -9,8 +9,55 @@
 #include "check.h"
 #include "cli.h"
 
+/* The largest head_dim the flags accept (--head-dim 1 to CLI_MAX_HEAD_DIM). */
+enum { CLI_MAX_HEAD_DIM = 1024 };
+
+/* The head_dims stage->supports accepts before the device check (prop = NULL) at the blog's
+ * shape, out of 1 to CLI_MAX_HEAD_DIM, as words for --help: "head_dim 1 to 1024", "head_dim 8 to
+ * 256 in steps of 8" (an arithmetic run of 3 or more), else a list "head_dim 64, 128"; "no
+ * head_dim here: <why>" if it accepts none. */
+static void supported_head_dims(const attn_stage *stage, char *buf, size_t len)
+{
+    if (!stage->supports) {
+        snprintf(buf, len, "head_dim 1 to %d", CLI_MAX_HEAD_DIM);
+        return;
+    }
+    int dims[CLI_MAX_HEAD_DIM], n = 0;
+    char why[512];
+    for (int d = 1; d <= CLI_MAX_HEAD_DIM; d++) {
+        const attn_shape s = {8, 16, 1024, d};
+        why[0] = '\0';
+        if (stage->supports(&s, NULL, why, sizeof why) == 0) dims[n++] = d;
+    }
+    if (n == 0) {
+        const attn_shape s = {8, 16, 1024, 64};
+        why[0] = '\0';
+        stage->supports(&s, NULL, why, sizeof why);
+        snprintf(buf, len, "no head_dim here: %s", why);
+        return;
+    }
+    int step = n > 1 ? dims[1] - dims[0] : 0, arithmetic = n >= 3;
+    for (int i = 2; arithmetic && i < n; i++) arithmetic = dims[i] - dims[i - 1] == step;
+    if (arithmetic && step == 1) {
+        snprintf(buf, len, "head_dim %d to %d", dims[0], dims[n - 1]);
+        return;
+    }
+    if (arithmetic) {
+        snprintf(buf, len, "head_dim %d to %d in steps of %d", dims[0], dims[n - 1], step);
+        return;
+    }
+    size_t used = 0;
+    for (int i = 0; i < n && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%d", i ? ", " : "head_dim ", dims[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
 void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
 {
+    char dims[512];
+    supported_head_dims(stage, dims, sizeof dims);
     fprintf(out,
             "usage: %s [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]\n"
             "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--no-counters] [--quiet]\n"
@@ -19,8 +66,10 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "%s: %s\n"
             "Causal attention O = softmax(Q·Kᵀ/sqrt(D) + mask)·V, bf16 [batch, heads, seq, head_dim],\n"
             "checked against a float64 CPU reference, then profiled (CUPTI): wait 1, warm-up 1, active N.\n"
+            "Running needs an NVIDIA GPU and its driver.\n"
             "\n"
-            "  --batch B, --heads H, --seq S, --head-dim D   shape (default 8 16 1024 64, the blog's)\n"
+            "  --batch B, --heads H, --seq S, --head-dim D   shape (default 8 16 1024 64, the blog's);\n"
+            "                    this stage runs %s\n"
             "  --warmup N        unprofiled warm-up calls before the profiler schedule (default 3)\n"
             "  --steps N         active profiled steps (default 3)\n"
             "  --seed N          seed of the Q, K, V generator, 0 to 2^64 - 1 (default 0)\n"
@@ -35,42 +84,55 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "  --quiet           print only the summary line\n"
             "%s%s"
             "  --help            this text\n"
-            "Environment: ATTN_SANITIZE=1 (make sanitize) runs without profiler, timing and trace.\n",
+            "A value follows its flag (--seq 128) or an '=' (--seq=128); numbers are decimal digits\n"
+            "only (no sign, no space).\n"
+            "\n"
+            "Environment:\n"
+            "%s%s"
+            "  ATTN_SANITIZE=1   no profiler, timing or trace (make sanitize sets it): gpu_us, cpu_us,\n"
+            "                    tflops and pct_peak read 0, trace=none; 0 or unset: a normal run\n",
             prog, stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",
-            stage->name, stage->idea, stage->name,
-            stage->flag_help ? stage->flag_help : "", stage->flag_help ? "\n" : "");
+            stage->name, stage->idea, dims, stage->name,
+            stage->flag_help ? stage->flag_help : "", stage->flag_help ? "\n" : "",
+            stage->env_help ? stage->env_help : "", stage->env_help ? "\n" : "");
 }
 
-/* A whole-string integer in [lo, hi], else exit 2 naming the flag and the limit. */
-static long long parse_int(const char *flag, const char *val, long long lo, long long hi)
+/* The one number rule of every integer flag (the shared ones and the stages' own): decimal digits
+ * only, no sign, no space, no '+', in [lo, hi]; else exit 2 with one line naming the flag and
+ * `expect` (the accepted values in words; NULL: "LO to HI"). A '-' before digits is a number out
+ * of range; a number too large for 64 bits is out of range too (not "not an integer"). */
+static uint64_t parse_uint(const char *flag, const char *val, uint64_t lo, uint64_t hi,
+                           const char *expect)
 {
-    if (!val) die_usage("%s needs a value (an integer from %lld to %lld)", flag, lo, hi);
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(val, &end, 10);
-    if (errno || end == val || *end != '\0')
-        die_usage("%s: '%s' is not an integer (expected %lld to %lld)", flag, val, lo, hi);
-    if (x < lo || x > hi)
-        die_usage("%s: %lld is out of range (expected %lld to %lld)", flag, x, lo, hi);
+    char range[96];
+    if (!expect) {
+        snprintf(range, sizeof range, "%llu to %llu", (unsigned long long)lo, (unsigned long long)hi);
+        expect = range;
+    }
+    if (!val) die_usage("%s needs a value (%s%s)", flag, expect == range ? "an integer from " : "",
+                        expect);
+    const size_t digits = strspn(val, "0123456789");
+    const int all_digits = digits > 0 && val[digits] == '\0';
+    const int negative = val[0] == '-' && val[1] && strspn(val + 1, "0123456789") == strlen(val + 1) &&
+                         strspn(val + 1, "0") != strlen(val + 1);
+    if (negative) die_usage("%s: %s is out of range (expected %s)", flag, val, expect);
+    if (!all_digits)
+        die_usage("%s: '%s' is not an integer: digits only, no sign or space (expected %s)", flag,
+                  val, expect);
+    uint64_t x = 0;
+    int overflow = 0;
+    for (const char *c = val; *c; c++) {
+        const unsigned d = (unsigned)(*c - '0');
+        if (x > (UINT64_MAX - d) / 10) overflow = 1;
+        else x = x * 10 + d;
+    }
+    if (overflow || x < lo || x > hi) die_usage("%s: %s is out of range (expected %s)", flag, val, expect);
     return x;
 }
 
-/* A whole-string unsigned 64-bit integer >= lo (decimal digits only: no sign, no space), else
- * exit 2 naming the flag and `expect` (the accepted values in words). */
-static uint64_t parse_u64(const char *flag, const char *val, uint64_t lo, const char *expect)
+uint64_t attn_flag_uint(const char *flag, const char *value, uint64_t lo, uint64_t hi)
 {
-    if (!val) die_usage("%s needs a value (%s)", flag, expect);
-    const char *digits = val[0] == '-' ? val + 1 : val; /* strtoull would wrap "-1" to 2^64 - 1 */
-    if (!digits[0] || strspn(digits, "0123456789") != strlen(digits))
-        die_usage("%s: '%s' is not an integer (expected %s)", flag, val, expect);
-    if (digits != val) die_usage("%s: %s is out of range (expected %s)", flag, val, expect);
-    errno = 0;
-    unsigned long long x = strtoull(val, NULL, 10);
-    if (errno == ERANGE)
-        die_usage("%s: %s is out of range (expected %s)", flag, val, expect);
-    if (x < lo)
-        die_usage("%s: %llu is out of range (expected %s)", flag, x, expect);
-    return (uint64_t)x;
+    return parse_uint(flag, value, lo, hi, NULL);
 }
 
 /* Exit 1 with one line on stderr if writing stdout failed (a full disk, a closed pipe, /dev/full);
@@ -84,6 +146,12 @@ void cli_check_stdout(void)
         fprintf(stderr, "cannot write to stdout%s%s\n", e ? ": " : "", e ? strerror(e) : "");
         exit(1);
     }
+}
+
+/* A flag that takes no value, written --flag=value: exit 2. */
+static void no_value(const char *flag, const char *inline_val, const char *arg)
+{
+    if (inline_val) die_usage("%s takes no value (got '%s')", flag, arg);
 }
 
 void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
@@ -104,39 +172,53 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
     long long poison = -1;
 
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0 && strcmp(arg, "-h") != 0)
+            die_usage("unexpected argument '%s' (flags start with --; see %s --help)", arg, argv[0]);
+        /* --flag=value (GNU style) or --flag value: a = the flag's name, val = its value. */
+        char a[64];
+        const char *eq = strchr(arg, '=');
+        const size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (name_len >= sizeof a) die_usage("unknown flag '%s' (see %s --help)", arg, argv[0]);
+        memcpy(a, arg, name_len);
+        a[name_len] = '\0';
+        const char *inline_val = eq ? eq + 1 : NULL;
+        const char *val = inline_val ? inline_val : i + 1 < argc ? argv[i + 1] : NULL;
+        int took_value = 1;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            no_value(a, inline_val, arg);
             cli_usage(stdout, argv[0], stage);
             cli_check_stdout();
             exit(0);
         } else if (!strcmp(a, "--quiet")) {
+            no_value(a, inline_val, arg);
             o->quiet = 1;
-            continue;
+            took_value = 0;
         } else if (!strcmp(a, "--no-counters")) {
+            no_value(a, inline_val, arg);
             o->no_counters = 1;
-            continue;
+            took_value = 0;
         } else if (!strcmp(a, "--batch")) {
-            o->shape.batch = (int)parse_int(a, val, 1, 65535);
+            o->shape.batch = (int)parse_uint(a, val, 1, 65535, NULL);
         } else if (!strcmp(a, "--heads")) {
-            o->shape.heads = (int)parse_int(a, val, 1, 65535);
+            o->shape.heads = (int)parse_uint(a, val, 1, 65535, NULL);
         } else if (!strcmp(a, "--seq")) {
-            o->shape.seq = (int)parse_int(a, val, 1, 1 << 20);
+            o->shape.seq = (int)parse_uint(a, val, 1, 1 << 20, NULL);
         } else if (!strcmp(a, "--head-dim")) {
-            o->shape.head_dim = (int)parse_int(a, val, 1, 1024);
+            o->shape.head_dim = (int)parse_uint(a, val, 1, CLI_MAX_HEAD_DIM, NULL);
         } else if (!strcmp(a, "--warmup")) {
-            o->warmup = (int)parse_int(a, val, 0, 1000);
+            o->warmup = (int)parse_uint(a, val, 0, 1000, NULL);
         } else if (!strcmp(a, "--steps")) {
-            o->steps = (int)parse_int(a, val, 1, 1000);
+            o->steps = (int)parse_uint(a, val, 1, 1000, NULL);
         } else if (!strcmp(a, "--seed")) {
-            o->seed = parse_u64(a, val, 0, "an integer from 0 to 2^64 - 1");
+            o->seed = parse_uint(a, val, 0, UINT64_MAX, "an integer from 0 to 2^64 - 1");
         } else if (!strcmp(a, "--poison-q")) {
-            poison = parse_int(a, val, 0, INT_MAX);
+            poison = (long long)parse_uint(a, val, 0, INT_MAX, NULL);
         } else if (!strcmp(a, "--check-rows")) {
             if (val && !strcmp(val, "all"))
                 o->check_rows = SIZE_MAX;
             else {
-                uint64_t n = parse_u64(a, val, 1, "a positive integer, or all");
+                uint64_t n = parse_uint(a, val, 1, UINT64_MAX, "a positive integer, or all");
 #if SIZE_MAX < UINT64_MAX
                 if (n > SIZE_MAX) n = SIZE_MAX; /* more rows than exist: all of them */
 #endif
@@ -144,18 +226,19 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
             }
         } else if (!strcmp(a, "--trace")) {
             if (!val || !val[0]) die_usage("--trace needs a path or 'none'");
-            if (!strncmp(val, "--", 2)) /* `--trace --quiet` would swallow the next flag */
+            if (!inline_val && !strncmp(val, "--", 2)) /* `--trace --quiet` would swallow the next flag */
                 die_usage("--trace needs a path or 'none', not the flag '%s' (write ./%s for a file "
                           "of that name)", val, val);
             if (strlen(val) >= sizeof o->trace)
                 die_usage("--trace: path longer than %zu bytes", sizeof o->trace - 1);
             strcpy(o->trace, val);
-        } else if (stage->parse_flag && stage->parse_flag(a)) {
-            continue;
         } else {
-            die_usage("unknown flag '%s' (see %s --help)", a, argv[0]);
+            const int taken = stage->parse_flag ? stage->parse_flag(a, val) : 0;
+            if (taken == 0) die_usage("unknown flag '%s' (see %s --help)", a, argv[0]);
+            if (taken == 1) no_value(a, inline_val, arg);
+            took_value = taken == 2;
         }
-        i++; /* the flag took a value */
+        if (took_value && !inline_val) i++; /* the value was the next argument */
     }
     if (poison >= o->shape.seq)
         die_usage("--poison-q: row %lld is out of range (expected 0 to %d, seq - 1)", poison,

@@ -23,17 +23,23 @@ typedef struct {
 } run_options;
 
 /* Parses argv (and the environment's ATTN_SANITIZE, which must be unset, 0 or 1) into *o.
- * Unknown flags go to stage->parse_flag. --help prints the usage and exits 0 (1 if stdout cannot
- * be written); any invalid value prints one line naming the flag and the limit and exits 2. A
- * --trace value starting with "--" is refused (it would be the next flag). The trace path itself
- * is checked by trace_check_path (trace.h). Makes no CUDA call. */
+ * A flag's value is the next argument or follows an '=' (--seq 128, --seq=128); every integer is
+ * decimal digits only (no sign, no space) within the flag's range (attn_flag_uint's rule, which
+ * the stages' own flags use too). Flags the harness does not know go to stage->parse_flag. --help
+ * prints the usage and exits 0 (1 if stdout cannot be written); an invalid value, an unknown flag,
+ * "--flag=value" for a flag without a value, or an argument not starting with "--" (a stray word)
+ * prints one line and exits 2. A --trace value starting with "--" is refused unless written
+ * --trace=--x (it would be the next flag). The trace path itself is checked by trace_check_path
+ * (trace.h). Makes no CUDA call. */
 void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o);
 
 /* Before exiting 0: flushes stdout; if anything written to it failed (a full disk, /dev/full, a
  * closed pipe) prints one line on stderr and exits 1. */
 void cli_check_stdout(void);
 
-/* The usage text. */
+/* The usage text: the flags, the head_dims the stage runs (stage->supports asked, without a
+ * device, for each head_dim the flags allow) and the environment settings (stage->env_help, then
+ * the harness's). */
 void cli_usage(FILE *out, const char *prog, const attn_stage *stage);
 
 #endif

@@ -50,7 +50,9 @@ typedef struct {
      * naming the limit, e.g. "head_dim 96 is not supported (supported: 64, 128)"; exit 2 follows.
      * Called twice: first with prop = NULL, before the harness looks for a GPU (check what does
      * not depend on the device, e.g. head_dim, so a refusal reads the same with or without a
-     * GPU), then with the device's properties. */
+     * GPU), then with the device's properties. --help also calls it with prop = NULL for every
+     * head_dim the flags allow (1 to 1024) to list the ones the stage runs, so it only answers:
+     * no output, no exit, no CUDA call. */
     int (*supports)(const attn_shape *s, const struct cudaDeviceProp *prop, char *why, size_t why_len);
     /* Device bytes the stage will allocate beyond Q, K, V, O (checked against free memory
      * before anything is allocated). */
@@ -62,17 +64,32 @@ typedef struct {
     void (*forward)(attn_problem *p);
     /* Frees what setup made. May be NULL. */
     void (*teardown)(attn_problem *p);
-    /* Optional stage-only flag, e.g. "--rebuild-plan": return 1 if consumed, 0 if unknown.
-     * flag_help is one line for --help, or NULL. */
-    int (*parse_flag)(const char *arg);
+    /* Optional stage-only flags, e.g. "--rebuild-plan". The harness calls parse_flag(flag, value)
+     * for a flag it does not know: flag is the argument up to any '=' ("--tile" of "--tile=64"),
+     * value the text after the '=', else the next argument (NULL if there is none). Return 0 if
+     * the flag is not the stage's (the harness says "unknown flag"), 1 if it is one that takes no
+     * value (the harness refuses "--flag=value" for it), 2 if it took value. An integer value
+     * goes through attn_flag_uint below, the one number rule of every flag. May be NULL.
+     * flag_help: the flags' lines for --help ("  --rebuild-plan    what it does"), or NULL. */
+    int (*parse_flag)(const char *flag, const char *value);
     const char *flag_help;
     /* Relative L2 error bound against the float64 reference; 0 means the bf16 default 1e-2. */
     double tolerance;
+    /* The environment settings the stage reads, for --help: one "  NAME=VALUES  what it does"
+     * line each, separated by newlines (no final one), or NULL. The harness's own (ATTN_SANITIZE)
+     * are listed for every stage. */
+    const char *env_help;
 } attn_stage;
 
 /* Each stage defines the one stage object the harness runs. */
 #define ATTN_STAGE_SYMBOL attn_stage_def
 extern const attn_stage ATTN_STAGE_SYMBOL;
+
+/* ---- a stage's own integer flag -------------------------------------------------------------
+ * value as an integer in [lo, hi] by the rule every flag follows: decimal digits only (no sign,
+ * no space, no '+'). Anything else (or value NULL) prints one line naming flag and the range on
+ * stderr and exits 2: "--tile: 99 is out of range (expected 16 to 64)". For parse_flag. */
+uint64_t attn_flag_uint(const char *flag, const char *value, uint64_t lo, uint64_t hi);
 
 /* ---- host ranges (profiler): name the stage's host ops like the blog's CPU lane ---------------
  * prof_range_push("matmul"); cublas...; prof_range_pop();

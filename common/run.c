@@ -115,6 +115,50 @@ static int poison_rows_ok(const attn_shape *s, const bf16_bits *o, int row)
     return 1;
 }
 
+/* "13.0" of a CUDA version number such as 13000 (cudaDriverGetVersion, cudaRuntimeGetVersion). */
+static void cuda_version_text(int v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%d.%d", v / 1000, v % 1000 / 10);
+}
+
+/* 0 if the CUDA runtime sees a device; else 1 and one line in why (starting "no CUDA device: ")
+ * saying which of these it is: no driver at all (cudart could not load libcuda.so.1: it reports
+ * driver version 0), the CUDA toolkit's stub libcuda.so.1 in place of a driver, a driver older
+ * than this build's runtime, a driver that finds no GPU (naming CUDA_VISIBLE_DEVICES when set), or
+ * another CUDA error, with both versions. cudaDriverGetVersion, cudaRuntimeGetVersion and
+ * cudaGetDeviceCount create no context, so the profiler can still attach afterwards. */
+static int no_usable_device(char *why, size_t len)
+{
+    int driver = 0, runtime = 0, count = 0;
+    char drv[32], rt[32];
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaSuccess && count > 0) return 0;
+    cuda_version_text(driver, drv, sizeof drv);
+    cuda_version_text(runtime, rt, sizeof rt);
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    if (e == cudaErrorStubLibrary)
+        snprintf(why, len, "no CUDA device: no NVIDIA driver found: the libcuda.so.1 loaded is the "
+                 "CUDA toolkit's stub (for linking only; take lib64/stubs off LD_LIBRARY_PATH): "
+                 "running a stage needs an NVIDIA GPU and its driver");
+    else if (driver == 0)
+        snprintf(why, len, "no CUDA device: no NVIDIA driver found (libcuda.so.1 not loadable): "
+                 "running a stage needs an NVIDIA GPU and its driver");
+    else if (e == cudaErrorInsufficientDriver)
+        snprintf(why, len, "no CUDA device: the NVIDIA driver is too old for this build: it "
+                 "supports CUDA %s, the stages use the CUDA %s runtime; update the driver, or "
+                 "build with a CUDA toolkit (CUDA_HOME) it supports", drv, rt);
+    else if (e == cudaErrorNoDevice || e == cudaSuccess)
+        snprintf(why, len, "no CUDA device: the NVIDIA driver (CUDA %s) is loaded but finds no "
+                 "GPU%s%s%s", drv, visible ? " (CUDA_VISIBLE_DEVICES='" : "",
+                 visible ? visible : "", visible ? "' is set)" : "");
+    else
+        snprintf(why, len, "no CUDA device: %s (%s; driver CUDA %s, runtime CUDA %s)",
+                 cudaGetErrorString(e), cudaGetErrorName(e), drv, rt);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     const attn_stage *stage = &ATTN_STAGE_SYMBOL;
@@ -131,13 +175,8 @@ int main(int argc, char **argv)
      * ATTN_SANITIZE=1 there is no profile, hence no trace. */
     if (opt.sanitize || trace_check_path(opt.trace) == 1) strcpy(opt.trace, "none");
 
-    /* The device. cudaGetDeviceCount creates no context, so the profiler can still attach. */
-    int n_dev = 0;
-    cudaError_t e = cudaGetDeviceCount(&n_dev);
-    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || (e == cudaSuccess && n_dev == 0))
-        die_usage("no CUDA device: no NVIDIA GPU or driver found (%s)",
-                  e != cudaSuccess ? cudaGetErrorString(e) : "the driver lists no device");
-    if (e != cudaSuccess) die_usage("no CUDA device: %s", cudaGetErrorString(e));
+    /* The device: none usable -> one line saying why, exit 2. */
+    if (no_usable_device(why, sizeof why)) die_usage("%s", why);
     if (opt.sanitize)
         fprintf(stderr, "note: ATTN_SANITIZE=1: profiler, timing and trace are off (gpu_us, cpu_us, "
                 "tflops and pct_peak read 0; trace=none)\n");

@@ -161,6 +161,13 @@ memset_rows() {
     echo "$output"
     [ "$status" -eq 2 ]
     [[ "$output" == *"ATTN_GEMM_ALGO=x"* ]]
+    # digits only, as every flag: a sign or a space is refused too
+    for v in +1 ' 1' '1, 0' -0; do
+        ATTN_GEMM_ALGO="$v" run "$ROOT/01_naive/run" --batch 1 --heads 2 --seq 64 --trace none
+        echo "$output"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"ATTN_GEMM_ALGO=$v: expected heuristic indices"* ]]
+    done
 }
 
 # ---- counters (the counter pass, common/counters.c) -----------------------------------------

@@ -507,12 +507,251 @@ no_gpu() { ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
     [ ! -e "$BATS_TEST_TMPDIR/traces" ]
 }
 
-@test "cli: without a GPU, the message says so plainly" {
-    no_gpu || skip "a GPU is present"
-    cli --seq 17
+# ---- the device check: which of "no driver", "a stub", "a driver too old", "no GPU" ----------
+# no_driver: no libcuda.so.1 can be loaded here (no NVIDIA driver installed).
+no_driver() { ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; }
+
+# fake_driver KIND: a directory with a stand-in libcuda.so.1; first on LD_LIBRARY_PATH, the CUDA
+# runtime loads it instead of any real driver (so these tests run on a GPU machine too).
+#   old    reports CUDA 11.8 (cuDriverGetVersion 11080): older than the build's runtime
+#   nogpu  reports CUDA 99.0, and cuInit says CUDA_ERROR_NO_DEVICE (100): a driver, no GPU
+#   stub   the CUDA toolkit's own stub (lib64/stubs/libcuda.so), for linking only
+fake_driver() {
+    local dir="$BATS_TEST_TMPDIR/driver-$1"
+    mkdir -p "$dir"
+    case "$1" in
+        old)   printf 'int cuDriverGetVersion(int *v) { *v = 11080; return 0; }\nint cuInit(unsigned f) { (void)f; return 0; }\n' > "$dir/f.c" ;;
+        nogpu) printf 'int cuDriverGetVersion(int *v) { *v = 99000; return 0; }\nint cuInit(unsigned f) { (void)f; return 100; }\n' > "$dir/f.c" ;;
+        stub)  cp "${CUDA_HOME:-/usr/local/cuda}/lib64/stubs/libcuda.so" "$dir/libcuda.so.1" || return 1 ;;
+    esac
+    if [ -e "$dir/f.c" ]; then
+        "${CC:-gcc}" -shared -fPIC -o "$dir/libcuda.so.1" "$dir/f.c" || return 1
+    fi
+    printf '%s\n' "$dir"
+}
+
+@test "device: without any NVIDIA driver, the run says so: one line, exit 2" {
+    no_driver || skip "an NVIDIA driver (libcuda.so.1) is installed here"
+    run --separate-stderr "$ROOT/01_naive/run" --seq 17 --trace none
     [ "$status" -eq 2 ]
-    [[ "$output" == "no CUDA device: no NVIDIA GPU or driver found ("*")" ]]
-    [ "${#lines[@]}" -eq 1 ]
+    [ "$stderr" = "no CUDA device: no NVIDIA driver found (libcuda.so.1 not loadable): running a stage needs an NVIDIA GPU and its driver" ]
+    [ -z "$output" ]
+}
+
+@test "device: a driver older than the build's runtime is named as such, with both CUDA versions" {
+    dir=$(fake_driver old)
+    LD_LIBRARY_PATH="$dir" run --separate-stderr "$ROOT/01_naive/run" --seq 17 --trace none
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "no CUDA device: the NVIDIA driver is too old for this build: it supports CUDA 11.8, the stages use the CUDA "*" runtime; update the driver"* ]]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [ -z "$output" ]
+}
+
+@test "device: a driver that finds no GPU says so, and names CUDA_VISIBLE_DEVICES when set" {
+    dir=$(fake_driver nogpu)
+    LD_LIBRARY_PATH="$dir" run --separate-stderr env -u CUDA_VISIBLE_DEVICES "$ROOT/01_naive/run" --seq 17 --trace none
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "no CUDA device: the NVIDIA driver (CUDA 99.0) is loaded but finds no GPU" ]
+    LD_LIBRARY_PATH="$dir" CUDA_VISIBLE_DEVICES=7 run --separate-stderr "$ROOT/01_naive/run" --seq 17 --trace none
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "no CUDA device: the NVIDIA driver (CUDA 99.0) is loaded but finds no GPU (CUDA_VISIBLE_DEVICES='7' is set)" ]
+}
+
+@test "device: the toolkit's stub libcuda.so.1 is not taken for a driver" {
+    [ -e "${CUDA_HOME:-/usr/local/cuda}/lib64/stubs/libcuda.so" ] || skip "no stub libcuda.so in the CUDA toolkit"
+    dir=$(fake_driver stub)
+    LD_LIBRARY_PATH="$dir" run --separate-stderr "$ROOT/01_naive/run" --seq 17 --trace none
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "no CUDA device: no NVIDIA driver found: the libcuda.so.1 loaded is the CUDA toolkit's stub "* ]]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+}
+
+@test "device: flags are checked before the device: a bad flag reads the same with any driver" {
+    dir=$(fake_driver old)
+    LD_LIBRARY_PATH="$dir" run --separate-stderr "$ROOT/01_naive/run" --seq 0
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--seq: 0 is out of range (expected 1 to 1048576)" ]
+}
+
+# ---- one number rule for every integer flag; --flag=value; stray words ----------------------
+@test "cli: a number too large for 64 bits is out of range, with the range, not 'not an integer'" {
+    cli --seq 99999999999999999999
+    [ "$status" -eq 2 ]
+    [ "$output" = "--seq: 99999999999999999999 is out of range (expected 1 to 1048576)" ]
+    cli --batch 18446744073709551616
+    [ "$status" -eq 2 ]
+    [ "$output" = "--batch: 18446744073709551616 is out of range (expected 1 to 65535)" ]
+    cli --poison-q 99999999999999999999
+    [ "$status" -eq 2 ]
+    [ "$output" = "--poison-q: 99999999999999999999 is out of range (expected 0 to 2147483647)" ]
+}
+
+@test "cli: every integer flag takes digits only: a sign or a space is refused, as for --seed" {
+    for f in --batch --heads --seq --head-dim --warmup --steps --seed --poison-q --check-rows; do
+        for v in +5 ' 12' '12 ' 0x10 1e3; do
+            cli "$f" "$v"
+            echo "$f '$v': $output"
+            [ "$status" -eq 2 ]
+            [[ "$output" == "$f: '$v' is not an integer: digits only, no sign or space (expected "*")" ]]
+        done
+    done
+}
+
+@test "cli: the number rule's messages name the flag and its range" {
+    cli --seq +5
+    [ "$status" -eq 2 ]
+    [ "$output" = "--seq: '+5' is not an integer: digits only, no sign or space (expected 1 to 1048576)" ]
+    cli --seq ' 12'
+    [ "$status" -eq 2 ]
+    [ "$output" = "--seq: ' 12' is not an integer: digits only, no sign or space (expected 1 to 1048576)" ]
+    cli --warmup -1
+    [ "$status" -eq 2 ]
+    [ "$output" = "--warmup: -1 is out of range (expected 0 to 1000)" ]
+    cli --check-rows ' 7'
+    [ "$status" -eq 2 ]
+    [ "$output" = "--check-rows: ' 7' is not an integer: digits only, no sign or space (expected a positive integer, or all)" ]
+}
+
+@test "cli: leading zeros are digits: --seq 0017 is seq 17" {
+    run "$UNIT" cli --seq 0017
+    [ "$status" -eq 0 ]
+    [[ "$output" == *" seq=17 "* ]]
+}
+
+@test "cli: --flag=value is accepted for every flag that takes a value" {
+    run "$UNIT" cli --batch=2 --heads=3 --seq=128 --head-dim=96 --warmup=0 --steps=7 --seed=5 --check-rows=all --poison-q=9 --trace=none
+    [ "$status" -eq 0 ]
+    [ "$output" = "batch=2 heads=3 seq=128 head_dim=96 warmup=0 steps=7 seed=5 check_rows=18446744073709551615 poison_q=9 quiet=0 no_counters=0 trace=none tile=0 fast=0" ]
+    run "$UNIT" cli --seq 128 --check-rows=5
+    [ "$status" -eq 0 ]
+    [[ "$output" == "batch=8 heads=16 seq=128 "*" check_rows=5 "* ]]
+}
+
+@test "cli: --flag=value on a real stage: --seq=17 is parsed, the run goes on to the device" {
+    cli --seq=17 --head-dim=64
+    [[ "$output" != *"unknown flag"* ]]
+    [[ "$output" != *"--seq"* ]]
+    cli --seq=0
+    [ "$status" -eq 2 ]
+    [ "$output" = "--seq: 0 is out of range (expected 1 to 1048576)" ]
+    cli --seq=
+    [ "$status" -eq 2 ]
+    [ "$output" = "--seq: '' is not an integer: digits only, no sign or space (expected 1 to 1048576)" ]
+}
+
+@test "cli: --trace=--x is a path (the '=' says so); --trace --x is still refused" {
+    run "$UNIT" cli --trace=--x
+    [ "$status" -eq 0 ]
+    [[ "$output" == *" trace=--x "* ]]
+    run "$UNIT" cli --trace --x
+    [ "$status" -eq 2 ]
+    [[ "$output" == "--trace needs a path or 'none', not the flag '--x'"* ]]
+}
+
+@test "cli: a flag without a value refuses --flag=value" {
+    cli --quiet=1
+    [ "$status" -eq 2 ]
+    [ "$output" = "--quiet takes no value (got '--quiet=1')" ]
+    cli --no-counters=yes
+    [ "$status" -eq 2 ]
+    [ "$output" = "--no-counters takes no value (got '--no-counters=yes')" ]
+    cli --help=all
+    [ "$status" -eq 2 ]
+    [ "$output" = "--help takes no value (got '--help=all')" ]
+}
+
+@test "cli: an unknown --flag=value names the flag" {
+    cli --sequence=12
+    [ "$status" -eq 2 ]
+    [ "$output" = "unknown flag '--sequence' (see $ROOT/01_naive/run --help)" ]
+}
+
+@test "cli: a stray word is an unexpected argument, not an unknown flag" {
+    cli word
+    [ "$status" -eq 2 ]
+    [ "$output" = "unexpected argument 'word' (flags start with --; see $ROOT/01_naive/run --help)" ]
+    cli --seq 17 extra
+    [ "$status" -eq 2 ]
+    [ "$output" = "unexpected argument 'extra' (flags start with --; see $ROOT/01_naive/run --help)" ]
+    cli -seq 17
+    [ "$status" -eq 2 ]
+    [ "$output" = "unexpected argument '-seq' (flags start with --; see $ROOT/01_naive/run --help)" ]
+}
+
+@test "cli: a stage's own flags: a value by the same number rule, --flag=value, no value where none is taken" {
+    run "$UNIT" cli --tile 32 --fast
+    [ "$status" -eq 0 ]
+    [[ "$output" == *" tile=32 fast=1" ]]
+    run "$UNIT" cli --tile=64 --seq 17
+    [ "$status" -eq 0 ]
+    [[ "$output" == *" seq=17 "*" tile=64 fast=0" ]]
+    run "$UNIT" cli --tile +32
+    [ "$status" -eq 2 ]
+    [ "$output" = "--tile: '+32' is not an integer: digits only, no sign or space (expected 16 to 128)" ]
+    run "$UNIT" cli --tile=99999999999999999999
+    [ "$status" -eq 2 ]
+    [ "$output" = "--tile: 99999999999999999999 is out of range (expected 16 to 128)" ]
+    run "$UNIT" cli --tile
+    [ "$status" -eq 2 ]
+    [ "$output" = "--tile needs a value (an integer from 16 to 128)" ]
+    run "$UNIT" cli --fast=1
+    [ "$status" -eq 2 ]
+    [ "$output" = "--fast takes no value (got '--fast=1')" ]
+}
+
+@test "cli: 06_cudnn's --rebuild-plan takes no value" {
+    [ -x "$ROOT/06_cudnn/run" ] || skip "./06_cudnn/run is not built"
+    run "$ROOT/06_cudnn/run" --rebuild-plan=1
+    [ "$status" -eq 2 ]
+    [ "$output" = "--rebuild-plan takes no value (got '--rebuild-plan=1')" ]
+}
+
+# ---- --help: head_dims and environment settings of each stage --------------------------------
+# help_line STAGE PATTERN: the lines of STAGE's --help that match PATTERN (grep -E).
+help_lines() { "$ROOT/$1/run" --help | grep -E -- "$2"; }
+
+@test "cli --help: each stage lists the head_dims it runs" {
+    [ "$(help_lines 01_naive 'this stage runs')" = "                    this stage runs head_dim 1 to 1024" ]
+    [ "$(help_lines 02_inplace 'this stage runs')" = "                    this stage runs head_dim 1 to 1024" ]
+    [ "$(help_lines 03_math 'this stage runs')" = "                    this stage runs head_dim 1 to 1024" ]
+    [ "$(help_lines 04_efficient 'this stage runs')" = "                    this stage runs head_dim 64, 128" ]
+    [ "$(help_lines 05_flash 'this stage runs')" = "                    this stage runs head_dim 64, 128" ]
+    [ "$(help_lines 06_cudnn 'this stage runs')" = "                    this stage runs head_dim 8 to 256 in steps of 8" ]
+    [ "$(help_lines 07_hopper 'this stage runs')" = "                    this stage runs head_dim 64, 128" ]
+    run "$UNIT" cli --help
+    [[ "$output" == *"this stage runs head_dim 32 to 1024 in steps of 32"* ]]
+}
+
+@test "cli --help: the head_dims listed are the ones the stage takes (one refused, one taken)" {
+    run "$ROOT/04_efficient/run" --head-dim 96 --trace none
+    [ "$status" -eq 2 ]
+    [ "$output" = "head_dim 96 is not supported by 04_efficient (supported: 64, 128)" ]
+    run "$ROOT/06_cudnn/run" --head-dim 100 --trace none
+    [ "$status" -eq 2 ]
+    [[ "$output" == "head_dim 100 is not supported by 06_cudnn"* ]]
+}
+
+@test "cli --help: 01 and 02 list the ATTN_GEMM_* settings; every stage lists ATTN_SANITIZE" {
+    for s in 01_naive 02_inplace; do
+        [ "$(help_lines "$s" '^  ATTN_GEMM_' | cut -d' ' -f3 | cut -d= -f1 | tr '\n' ' ')" = "ATTN_GEMM_WORKSPACE ATTN_GEMM_ALGO ATTN_GEMM_VERBOSE " ]
+    done
+    for s in 03_math 04_efficient 05_flash 06_cudnn 07_hopper; do
+        [ -z "$(help_lines "$s" 'ATTN_GEMM_' || true)" ]
+    done
+    for s in 01_naive 02_inplace 03_math 04_efficient 05_flash 06_cudnn 07_hopper; do
+        [ "$(help_lines "$s" '^Environment:$')" = "Environment:" ]
+        [ "$(help_lines "$s" '^  ATTN_SANITIZE=1 ' | wc -l)" -eq 1 ]
+    done
+    [ "$(help_lines 06_cudnn '^  CUDNN_LOGLEVEL_DBG=2 ' | wc -l)" -eq 1 ]
+    run "$UNIT" cli --help
+    [[ "$output" == *$'\n  FAKE_KNOB=1       a setting the stage reads\n'* ]]
+}
+
+@test "cli --help: says running needs an NVIDIA GPU, and how values are written" {
+    cli --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *$'\nRunning needs an NVIDIA GPU and its driver.\n'* ]]
+    [[ "$output" == *"(--seq 128) or an '=' (--seq=128); numbers are decimal digits"* ]]
 }
 
 @test "cli: --seed takes 0 to 2^64 - 1, refuses a sign and 2^64; limits in words" {
@@ -604,15 +843,57 @@ arch_for() {
     [ ! -e "$BATS_TEST_TMPDIR/out" ]
 }
 
-@test "sanitize.sh: without compute-sanitizer, or without a GPU: exit 2 with one line" {
-    run --separate-stderr env SANITIZER=/nonexistent/compute-sanitizer bash "$ROOT/tests/sanitize.sh"
+# fake_gpu: a stand-in nvidia-smi that lists one GPU, first on PATH (tests/need_gpu.sh trusts it).
+fake_gpu() {
+    mkdir -p "$BATS_TEST_TMPDIR/gpu-bin"
+    printf '#!/bin/sh\necho "GPU 0: NVIDIA Stand-in (UUID: GPU-0)"\n' > "$BATS_TEST_TMPDIR/gpu-bin/nvidia-smi"
+    chmod +x "$BATS_TEST_TMPDIR/gpu-bin/nvidia-smi"
+    printf '%s\n' "$BATS_TEST_TMPDIR/gpu-bin:$PATH"
+}
+
+@test "sanitize.sh: with a GPU but without compute-sanitizer: exit 2 with one line" {
+    PATH=$(fake_gpu) run --separate-stderr env SANITIZER=/nonexistent/compute-sanitizer bash "$ROOT/tests/sanitize.sh"
     [ "$status" -eq 2 ]
     [[ "$stderr" == "sanitize: compute-sanitizer not found"* ]]
-    [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+}
+
+@test "sanitize.sh: without a GPU it says so first (not compute-sanitizer): exit 2, one line" {
     no_gpu || skip "a GPU is present"
-    run --separate-stderr env SANITIZER=/bin/true bash "$ROOT/tests/sanitize.sh"
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    run --separate-stderr env SANITIZER=/nonexistent/compute-sanitizer bash "$ROOT/tests/sanitize.sh"
     [ "$status" -eq 2 ]
-    [ "$stderr" = "sanitize: no CUDA device (nvidia-smi lists no GPU): make sanitize needs an NVIDIA GPU" ]
+    [[ "$stderr" == "sanitize: no CUDA device: "* ]]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [ -z "$output" ]
+    no_driver || skip "an NVIDIA driver is installed here (the reason differs)"
+    [ "$stderr" = "sanitize: no CUDA device: no NVIDIA driver found (libcuda.so.1 not loadable): running a stage needs an NVIDIA GPU and its driver" ]
+}
+
+@test "need_gpu.sh: the stages' own reason where there is no GPU; silent, 0 where nvidia-smi lists one" {
+    run --separate-stderr env PATH="$(fake_gpu)" bash "$ROOT/tests/need_gpu.sh"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    [ -z "$stderr" ]
+    no_gpu || skip "a GPU is present"
+    dir=$(fake_driver old)
+    LD_LIBRARY_PATH="$dir" run --separate-stderr bash "$ROOT/tests/need_gpu.sh"
+    [ "$status" -eq 2 ]
+    [[ "$output" == "no CUDA device: the NVIDIA driver is too old for this build: it supports CUDA 11.8, "* ]]
+    [ -z "$stderr" ]
+}
+
+@test "make compare / make sanitize without a GPU: one line (make's own), exit 2, nothing run" {
+    no_gpu || skip "a GPU is present"
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    for t in compare sanitize; do
+        run --separate-stderr make -s -C "$ROOT" --no-print-directory "$t"
+        echo "$stderr"
+        [ "$status" -eq 2 ]
+        [ -z "$output" ]
+        [ "${#stderr_lines[@]}" -eq 1 ]
+        [[ "$stderr" == "Makefile:"*": *** make $t: no CUDA device: "*".  Stop." ]]
+    done
 }
 
 # ---- reference attention and the generator (CPU only) ---------------------------------------

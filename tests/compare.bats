@@ -3,6 +3,7 @@
 # Markdown file and an SVG bar chart. tests/data/compare_summary.txt holds canned lines with H200
 # numbers at the blog's shape 8x16x1024x64 (dram_read/dram_write from the H200 counter pass; 01: 6 activities, 703.8 us, 545 MiB of scores, mask and
 # cuBLAS workspace; 03: 20, 2344.2 us, 1.29 GiB; 06: memset + kernel, 63.4 us, a 256 B workspace).
+bats_require_minimum_version 1.5.0
 load helpers
 
 DATA="$ROOT/tests/data/compare_summary.txt"
@@ -162,9 +163,11 @@ EOF
         skip "a GPU is present (the no-GPU path is tested where there is none)"
     fi
     [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
-    run python3 "$ROOT/bench/compare.py" run --outdir "$BATS_TEST_TMPDIR/out"
-    echo "$output"
+    run --separate-stderr python3 "$ROOT/bench/compare.py" run --outdir "$BATS_TEST_TMPDIR/out"
+    echo "$stderr"
     [ "$status" -eq 2 ]
-    [[ "$output" == *"compare: no CUDA device"*"runs the stages on a GPU machine"* ]]
+    [[ "$stderr" == "compare: no CUDA device: "*"runs the stages on a GPU machine"* ]]
+    [ "${#stderr_lines[@]}" -eq 1 ]        # the reason only: no progress line before it
+    [ -z "$output" ]
     [ ! -e "$BATS_TEST_TMPDIR/out" ]
 }

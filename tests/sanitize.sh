@@ -11,7 +11,7 @@
 #              catches it), but a kernel that reads past the data it was given is.
 # Fails (exit 1) if any tool reports an error (--error-exitcode 1) or a stage fails; a stage that
 # refuses a shape (exit 2, e.g. a head_dim it does not support) is skipped with its message.
-# Without compute-sanitizer or without a GPU: one line on stderr, exit 2.
+# Without a GPU (checked first) or without compute-sanitizer: one line on stderr, exit 2.
 #
 #   SANITIZER=/path/to/compute-sanitizer  the tool (default: $CUDA_HOME/bin/compute-sanitizer,
 #                                         then $CUDA_HOME/compute-sanitizer/, then PATH)
@@ -75,6 +75,13 @@ for tool in $tools; do
     esac
 done
 
+# A GPU first: without one nothing here can run, whatever else is missing (tests/need_gpu.sh says
+# why: no driver, a driver too old, no GPU).
+if ! no_gpu=$(bash tests/need_gpu.sh); then
+    echo "sanitize: $no_gpu" >&2
+    exit 2
+fi
+
 san=${SANITIZER:-}
 if [ -z "$san" ]; then
     for c in "$CUDA_HOME/bin/compute-sanitizer" "$CUDA_HOME/compute-sanitizer/compute-sanitizer" \
@@ -85,10 +92,6 @@ fi
 if [ -z "$san" ] || [ ! -x "$san" ]; then
     echo "sanitize: compute-sanitizer not found (looked in $CUDA_HOME/bin, $CUDA_HOME/compute-sanitizer," \
          "PATH); install the CUDA toolkit's compute-sanitizer or set SANITIZER=/path/to/it" >&2
-    exit 2
-fi
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-    echo "sanitize: no CUDA device (nvidia-smi lists no GPU): make sanitize needs an NVIDIA GPU" >&2
     exit 2
 fi
 

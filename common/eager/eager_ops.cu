@@ -85,22 +85,22 @@ static cublasLtMatrixLayout_t make_layout(uint64_t rows, uint64_t cols, int64_t 
 }
 
 /* ATTN_GEMM_ALGO: "i" or "i,j,...": entry `which` (the last one when the list is shorter);
- * 0 when unset. A malformed value: exit 2. */
+ * 0 when unset. Each entry is decimal digits only (no sign, no space: the flags' rule). A
+ * malformed value: exit 2. */
 static int gemm_algo_index(int which)
 {
     const char *env = getenv("ATTN_GEMM_ALGO");
     if (!env || !*env) return 0;
     const char *p = env;
-    int index = 0;
     for (int i = 0;; i++) {
-        char *end = NULL;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v >= HEURISTIC_MAX || (*end != ',' && *end != '\0'))
+        const size_t n = strspn(p, "0123456789");
+        long v = 0;
+        for (size_t c = 0; c < n && v < HEURISTIC_MAX; c++) v = 10 * v + (p[c] - '0');
+        if (n == 0 || v >= HEURISTIC_MAX || (p[n] != ',' && p[n] != '\0'))
             die_usage("ATTN_GEMM_ALGO=%s: expected heuristic indices 0..%d, e.g. 0 or 1,0", env,
                       HEURISTIC_MAX - 1);
-        index = (int)v;
-        if (i == which || *end == '\0') return index;
-        p = end + 1;
+        if (i == which || p[n] == '\0') return (int)v;
+        p += n + 1;
     }
 }
 

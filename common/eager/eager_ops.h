@@ -45,6 +45,14 @@
 extern "C" {
 #endif
 
+/* The knobs above, as 01's and 02's --help lists them (attn_stage.env_help). */
+#define EAGER_ENV_HELP \
+    "  ATTN_GEMM_WORKSPACE=0|1  1: let the GEMMs use a cuBLASLt workspace (up to 32 MiB), as\n" \
+    "                    PyTorch does; 0 (default): algorithms that need none\n" \
+    "  ATTN_GEMM_ALGO=i or i,j  candidate i of cuBLASLt's heuristic list for both GEMMs, or i\n" \
+    "                    for Q.K^T and j for P.V (default 0)\n" \
+    "  ATTN_GEMM_VERBOSE=1  print each GEMM's candidate algorithms and the pick on stderr"
+
 /* The most cuBLASLt workspace a GEMM may ask for when a workspace is allowed (ATTN_GEMM_WORKSPACE=1
  * or the fallback): 32 MiB, the size cuBLAS documents as enough for Hopper and PyTorch's default.
  * Only what the picked algorithms need is allocated (4 bytes on the H200), and nothing by default. */

@@ -41,7 +41,8 @@
     X(generator_first,  "generator-first",  "SEED: the first 16 bf16 values of Q's stream") \
     X(emulate,          "emulate",          "MODEL BxHxSxD [ROWS|all] [SEED]: a stage's arithmetic emulated, then the check") \
     X(check_fault,      "check-fault",      "KIND [BxHxSxD]: 05's emulated O with a fault built in, then the check") \
-    X(fnv1a,            "fnv1a",            "STRING: FNV-1a 64 of the string's bytes (the run's o_hash)")
+    X(fnv1a,            "fnv1a",            "STRING: FNV-1a 64 of the string's bytes (the run's o_hash)") \
+    X(cli,              "cli",              "ARGS...: cli_parse on a stand-in stage (flags --fast, --tile N): the options, or its exit 2")
 
 #define UNIT_DECLARE(fn, name, usage) int unit_##fn(int argc, char **argv);
 UNIT_COMMANDS(UNIT_DECLARE)

@@ -1,0 +1,65 @@
+/* cli_tests.c: cli_parse and cli_usage on a stand-in stage with its own flags (no GPU): the one
+ * number rule, --flag=value, stray words, and the stage flags' contract (attn_stage.parse_flag). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "unit.h"
+
+static int g_fast;
+static unsigned long long g_tile;
+
+/* head_dim a multiple of 32 (to 1024, the flags' limit): "32 to 1024 in steps of 32" in --help. */
+static int fake_supports(const attn_shape *s, const struct cudaDeviceProp *prop, char *why,
+                         size_t why_len)
+{
+    (void)prop;
+    if (s->head_dim % 32 != 0) {
+        snprintf(why, why_len, "head_dim %d is not supported by 99_fake (multiples of 32)",
+                 s->head_dim);
+        return 1;
+    }
+    return 0;
+}
+
+/* --fast takes no value; --tile N takes 16 to 128 through the harness's number rule. */
+static int fake_parse_flag(const char *flag, const char *value)
+{
+    if (strcmp(flag, "--fast") == 0) {
+        g_fast = 1;
+        return 1;
+    }
+    if (strcmp(flag, "--tile") == 0) {
+        g_tile = attn_flag_uint(flag, value, 16, 128);
+        return 2;
+    }
+    return 0;
+}
+
+static const attn_stage FAKE = {
+    "99_fake",
+    "a stand-in stage for the flag parser",
+    fake_supports,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    fake_parse_flag,
+    "  --fast            a stage flag without a value\n"
+    "  --tile N          a stage flag with one, 16 to 128",
+    0.0,
+    "  FAKE_KNOB=1       a setting the stage reads",
+};
+
+/* cli ARGS...: the options cli_parse makes of ARGS (or its exit 2 / --help). */
+int unit_cli(int argc, char **argv)
+{
+    run_options o;
+    cli_parse(argc, argv, &FAKE, &o);
+    printf("batch=%d heads=%d seq=%d head_dim=%d warmup=%d steps=%d seed=%llu check_rows=%llu "
+           "poison_q=%d quiet=%d no_counters=%d trace=%s tile=%llu fast=%d\n", o.shape.batch,
+           o.shape.heads, o.shape.seq, o.shape.head_dim, o.warmup, o.steps,
+           (unsigned long long)o.seed, (unsigned long long)o.check_rows, o.poison_q, o.quiet,
+           o.no_counters, o.trace, g_tile, g_fast);
+    return 0;
+}
