@@ -155,6 +155,7 @@ compare: all
 # make sanitize: compute-sanitizer memcheck, racecheck, synccheck and initcheck on every stage at
 # small odd shapes
 # (tests/sanitize.sh; logs under build/sanitize). Fails on any reported error. GPU only.
-sanitize: all 07_hopper/run_racecheck
+sanitize: all
 	$(if $(NO_GPU),$(error make sanitize: $(NO_GPU)))
+	@$(MAKE) --no-print-directory 07_hopper/run_racecheck
 	CUDA_HOME=$(CUDA_HOME) bash tests/sanitize.sh
