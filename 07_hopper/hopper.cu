@@ -13,11 +13,14 @@
  *   Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao 2024, "FlashAttention-3: Fast and Accurate
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
- * The block: C consumer warpgroups (2 or 3) + 1 producer warpgroup, for one tile of BLOCK_M =
- * 64*C query rows of one (batch, head), walking the key tiles 0 .. diagonal of 128 keys each.
+ * The block: C consumer warpgroups (2 or 3) + 1 producer warpgroup. Work item: one tile of
+ * BLOCK_M = 64*C query rows of one (batch, head), walking the key tiles 0 .. diagonal of 128
+ * keys each. Persistent grid: one block per SM, each taking its items longest-first (the last
+ * query tiles of causal attention have the most key tiles); with PERSIST off, one block per item.
  *   warpgroup 0, the producer: gives registers back (setmaxnreg 24 or 32) and one of its
- *     threads issues every TMA copy: Q once, then K[n] and V[n] into stage n % 2 as soon as the
- *     consumers have released what that stage held (empty mbarriers);
+ *     threads issues every TMA copy: per item Q into one of two buffers, then K[n] and V[n]
+ *     into the next of 2 stages as soon as the consumers have released what that stage held
+ *     (empty mbarriers); the stages and their barrier phases run on from item to item;
  *   warpgroups 1..C, the consumers (setmaxnreg 240 or 160), 64 query rows each. Per key tile:
  *     wait K[n] (full mbarrier) -> S = Q.K^T: head_dim/16 wgmma m64n128k16, A and B from
  *       shared memory; release K[n]
@@ -28,17 +31,20 @@
  *       release V[n]
  *   With OVERLAP (FlashAttention-3's intra-warpgroup overlap) the consumer issues S[n] and
  *   O += P[n-1].V[n-1] back to back and runs the softmax of S[n] while the second product is on
- *   the tensor cores.
- * The chapter's kernels (knobs below): head_dim 64: 2 consumers (128 x 128 tiles), no overlap;
- * head_dim 128: 2 consumers (128 x 128), overlap (3 would need more than 160 registers).
+ *   the tensor cores. With PINGPONG the consumer warpgroups take turns issuing their products
+ *   (named barriers), so one's softmax runs under the other's wgmma.
+ * The chapter's kernels (knobs below): head_dim 64: 2 consumers (128 x 128 tiles), persistent,
+ * overlap, ping-pong; head_dim 128: 2 consumers (128 x 128), persistent, overlap (3 consumers
+ * would need more than 160 registers; the ping-pong is slower there).
  * docs/perf-notes.md has the measured alternatives.
  * Key tiles past the diagonal are never loaded. Rows and keys past seq: TMA fills the parts of a
  * box outside the tensor with zeros, the mask hides keys >= seq, and rows >= seq are not stored.
  *
  * Shared memory (dynamic, rounded up to a 1024-byte boundary; each tile as TMA writes it with
  * 128-byte swizzle: [head_dim/64 panels][rows][64 bf16], 16-byte chunk c of row r at c ^ (r % 8)):
- *   Q BLOCK_M x head_dim (the O tile at the end), K 2 x 128 x head_dim, V 2 x 128 x head_dim,
- *   9 mbarriers: Q full, K full x 2, V full x 2, K empty x 2, V empty x 2.
+ *   Q 2 (persistent) or 1 x BLOCK_M x head_dim (each the item's O tile at its end),
+ *   K 2 x 128 x head_dim, V 2 x 128 x head_dim,
+ *   mbarriers: K full x 2, V full x 2, K empty x 2, V empty x 2, Q full x 2 (1), Q empty x 2 (0).
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128, any seq >= 1.
  * One launch per forward, no extra device memory. Built for sm_90a only (wgmma exists on
@@ -78,7 +84,7 @@
 #define H3_D64_CONSUMERS 2
 #endif
 #ifndef H3_D64_OVERLAP
-#define H3_D64_OVERLAP 0
+#define H3_D64_OVERLAP 1
 #endif
 #ifndef H3_D128_CONSUMERS
 #define H3_D128_CONSUMERS 2
@@ -94,6 +100,14 @@
 #endif
 #ifndef H3_D128_PERSISTENT
 #define H3_D128_PERSISTENT 1
+#endif
+/*   H3_D64_PINGPONG, H3_D128_PINGPONG      1 (with the overlap): the consumer warpgroups take
+ *                                          turns issuing their products (named barriers) */
+#ifndef H3_D64_PINGPONG
+#define H3_D64_PINGPONG 0
+#endif
+#ifndef H3_D128_PINGPONG
+#define H3_D128_PINGPONG 0
 #endif
 
 /* Threads of a block with C consumer warpgroups (+ the producer warpgroup), and the setmaxnreg
@@ -131,6 +145,21 @@ static __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t 
 {
     asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory");
 }
+
+/* PTX "bar, barrier" (bar.arrive): count this warp's threads towards the `count` of barrier `id`
+ * without waiting for it. */
+static __device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t count)
+{
+    asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(count) : "memory");
+}
+
+/* Ping-pong of C consumer warpgroups (FlashAttention-3's warp_scheduler_barrier): warpgroup c
+ * waits on barrier H3_PP_BAR + c before issuing a tile's products and, once they are issued,
+ * lets warpgroup (c + 1) % C go. Each barrier completes with 256 threads: the waiting
+ * warpgroup's 128 and the 128 of the one before it. Warpgroup 0 arrives on its own barrier once
+ * at the start, so it goes first. The tensor cores then run one warpgroup's products while the
+ * other does its softmax. Barriers 1..C are the epilogue's. */
+#define H3_PP_BAR 4u
 
 /* Shared-memory layout of one block (offsets from the 1024-byte-aligned start). */
 typedef struct {
@@ -349,7 +378,7 @@ static __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_
  *   m_run[h]           running max of row h (raw Q.K units), l_run[h] this lane's part of its sum
  * Stages run on across items as in the producer: key tile n of an item is the block's key tile
  * u = u0 + n, stage u % H3_STAGES, completion u / H3_STAGES of its full barrier. */
-template <int D, int BM, bool OVERLAP, bool PERSIST>
+template <int D, int BM, bool OVERLAP, bool PERSIST, bool PINGPONG>
 static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, const flash3_block &b,
                                                        int cwg)
 {
@@ -367,6 +396,11 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
      * panels BN*128 bytes apart (LBO). Offsets are added per k-step; Q's per item. */
     const uint64_t k_desc = wgmma_desc_sw128(b.sK, 16, 1024);
     const uint64_t v_desc = wgmma_desc_sw128(b.sV, BN * 128, 1024);
+
+    constexpr bool PP = PINGPONG && OVERLAP;  /* the ping-pong is built on the overlapped loop */
+    constexpr int C = BM / 64;
+    const uint32_t pp_mine = H3_PP_BAR + (uint32_t)cwg, pp_next = H3_PP_BAR + (uint32_t)((cwg + 1) % C);
+    if (PP && cwg == 0) named_barrier_arrive(pp_mine, 256);
 
     int u0 = 0;                               /* the block's key tiles before this item */
     flash3_item it;
@@ -425,7 +459,9 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         float sacc[SN];
         float alpha[2];
         mbar_wait(K_FULL(b, s0), (uint32_t)(u0 / H3_STAGES) & 1u);
+        if (PP) named_barrier_sync(pp_mine, 256);
         issue_qk<D, BM>(sacc, q_desc, k_desc, (uint32_t)s0 * KV_BYTES);
+        if (PP) named_barrier_arrive(pp_next, 256);
         wgmma_wait<0>();
         wgmma_fence_regs(sacc);
         __syncwarp();
@@ -441,9 +477,11 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         const uint32_t phase_p = (uint32_t)((u - 1) / H3_STAGES) & 1u;
         float sacc[SN];
         mbar_wait(K_FULL(b, s), phase);
+        if (PP) named_barrier_sync(pp_mine, 256);
         issue_qk<D, BM>(sacc, q_desc, k_desc, (uint32_t)s * KV_BYTES);
         mbar_wait(V_FULL(b, sp), phase_p);
         issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
+        if (PP) named_barrier_arrive(pp_next, 256);
         wgmma_wait<1>();                      /* S[n] is complete; P[n-1].V[n-1] may not be */
         wgmma_fence_regs(sacc);
         __syncwarp();
@@ -521,7 +559,7 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
  * 128*(C+1) threads = warpgroup 0, the producer (one thread issues every TMA copy;
  * H3_PRODUCER_REGS(C) registers), and warpgroups 1..C, the consumers (64 query rows each;
  * H3_CONSUMER_REGS(C) registers). Dynamic shared memory: H3_SMEM_BYTES(D, BM, H3_QBUFS(PERSIST)). */
-template <int D, int C, bool OVERLAP, bool PERSIST>
+template <int D, int C, bool OVERLAP, bool PERSIST, bool PINGPONG>
 static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
 {
     constexpr int BM = 64 * C;
@@ -561,7 +599,7 @@ static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
         if (threadIdx.x == 0) flash3_producer<D, BM, PERSIST>(p, b);
     } else {
         setmaxnreg_inc<H3_CONSUMER_REGS(C)>();
-        flash3_consumer<D, BM, OVERLAP, PERSIST>(p, b, wg - 1);
+        flash3_consumer<D, BM, OVERLAP, PERSIST, PINGPONG>(p, b, wg - 1);
     }
 }
 #undef Q_FULL
@@ -591,7 +629,8 @@ __global__ void __launch_bounds__(H3_THREADS(H3_D64_CONSUMERS), 1)
 H3_D64_KERNEL(const __grid_constant__ flash3_params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    flash3_fwd_tile<64, H3_D64_CONSUMERS, (H3_D64_OVERLAP != 0), (H3_D64_PERSISTENT != 0)>(p);
+    flash3_fwd_tile<64, H3_D64_CONSUMERS, (H3_D64_OVERLAP != 0), (H3_D64_PERSISTENT != 0),
+                    (H3_D64_PINGPONG != 0)>(p);
 #endif
 }
 
@@ -599,7 +638,8 @@ __global__ void __launch_bounds__(H3_THREADS(H3_D128_CONSUMERS), 1)
 H3_D128_KERNEL(const __grid_constant__ flash3_params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    flash3_fwd_tile<128, H3_D128_CONSUMERS, (H3_D128_OVERLAP != 0), (H3_D128_PERSISTENT != 0)>(p);
+    flash3_fwd_tile<128, H3_D128_CONSUMERS, (H3_D128_OVERLAP != 0), (H3_D128_PERSISTENT != 0),
+                    (H3_D128_PINGPONG != 0)>(p);
 #endif
 }
 
