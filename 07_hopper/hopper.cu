@@ -104,7 +104,7 @@
 /*   H3_D64_PINGPONG, H3_D128_PINGPONG      1 (with the overlap): the consumer warpgroups take
  *                                          turns issuing their products (named barriers) */
 #ifndef H3_D64_PINGPONG
-#define H3_D64_PINGPONG 0
+#define H3_D64_PINGPONG 1
 #endif
 #ifndef H3_D128_PINGPONG
 #define H3_D128_PINGPONG 0
