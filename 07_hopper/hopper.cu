@@ -13,11 +13,14 @@
  *   Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao 2024, "FlashAttention-3: Fast and Accurate
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
- * The block: C consumer warpgroups (2 or 3) + 1 producer warpgroup, for one tile of BLOCK_M =
- * 64*C query rows of one (batch, head), walking the key tiles 0 .. diagonal of 128 keys each.
+ * The block: C consumer warpgroups (2 or 3) + 1 producer warpgroup. Work item: one tile of
+ * BLOCK_M = 64*C query rows of one (batch, head), walking the key tiles 0 .. diagonal of 128
+ * keys each. Persistent grid: one block per SM, each taking its items longest-first (the last
+ * query tiles of causal attention have the most key tiles); with PERSIST off, one block per item.
  *   warpgroup 0, the producer: gives registers back (setmaxnreg 24 or 32) and one of its
- *     threads issues every TMA copy: Q once, then K[n] and V[n] into stage n % 2 as soon as the
- *     consumers have released what that stage held (empty mbarriers);
+ *     threads issues every TMA copy: per item Q into one of two buffers, then K[n] and V[n]
+ *     into the next of 2 stages as soon as the consumers have released what that stage held
+ *     (empty mbarriers); the stages and their barrier phases run on from item to item;
  *   warpgroups 1..C, the consumers (setmaxnreg 240 or 160), 64 query rows each. Per key tile:
  *     wait K[n] (full mbarrier) -> S = Q.K^T: head_dim/16 wgmma m64n128k16, A and B from
  *       shared memory; release K[n]
@@ -28,17 +31,20 @@
  *       release V[n]
  *   With OVERLAP (FlashAttention-3's intra-warpgroup overlap) the consumer issues S[n] and
  *   O += P[n-1].V[n-1] back to back and runs the softmax of S[n] while the second product is on
- *   the tensor cores.
- * The chapter's kernels (knobs below): head_dim 64: 2 consumers (128 x 128 tiles), no overlap;
- * head_dim 128: 2 consumers (128 x 128), overlap (3 would need more than 160 registers).
+ *   the tensor cores. With PINGPONG the consumer warpgroups take turns issuing their products
+ *   (named barriers), so one's softmax runs under the other's wgmma.
+ * The chapter's kernels (knobs below): head_dim 64: 2 consumers (128 x 128 tiles), persistent,
+ * overlap, ping-pong; head_dim 128: 2 consumers (128 x 128), persistent, overlap (3 consumers
+ * would need more than 160 registers; the ping-pong is slower there).
  * docs/perf-notes.md has the measured alternatives.
  * Key tiles past the diagonal are never loaded. Rows and keys past seq: TMA fills the parts of a
  * box outside the tensor with zeros, the mask hides keys >= seq, and rows >= seq are not stored.
  *
  * Shared memory (dynamic, rounded up to a 1024-byte boundary; each tile as TMA writes it with
  * 128-byte swizzle: [head_dim/64 panels][rows][64 bf16], 16-byte chunk c of row r at c ^ (r % 8)):
- *   Q BLOCK_M x head_dim (the O tile at the end), K 2 x 128 x head_dim, V 2 x 128 x head_dim,
- *   9 mbarriers: Q full, K full x 2, V full x 2, K empty x 2, V empty x 2.
+ *   Q 2 (persistent) or 1 x BLOCK_M x head_dim (each the item's O tile at its end),
+ *   K 2 x 128 x head_dim, V 2 x 128 x head_dim,
+ *   mbarriers: K full x 2, V full x 2, K empty x 2, V empty x 2, Q full x 2 (1), Q empty x 2 (0).
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128, any seq >= 1.
  * One launch per forward, no extra device memory. Built for sm_90a only (wgmma exists on
@@ -72,12 +78,13 @@
  * measures), e.g. make 07_hopper NVCC="/usr/local/cuda/bin/nvcc -DH3_D64_OVERLAP=1"
  * (the Makefile's flags stamp includes $(NVCC), so a changed -D recompiles by itself):
  *   H3_D64_CONSUMERS, H3_D128_CONSUMERS  consumer warpgroups, 2 or 3: BLOCK_M = 64 x that
- *   H3_D64_OVERLAP, H3_D128_OVERLAP      1: the softmax of tile n overlaps P[n-1].V[n-1] */
+ *   H3_D64_OVERLAP, H3_D128_OVERLAP      1: the softmax of tile n overlaps P[n-1].V[n-1]
+ */
 #ifndef H3_D64_CONSUMERS
 #define H3_D64_CONSUMERS 2
 #endif
 #ifndef H3_D64_OVERLAP
-#define H3_D64_OVERLAP 0
+#define H3_D64_OVERLAP 1
 #endif
 #ifndef H3_D128_CONSUMERS
 #define H3_D128_CONSUMERS 2
@@ -94,6 +101,23 @@
 #ifndef H3_SETMAXNREG
 #define H3_SETMAXNREG 1
 #endif
+/*   H3_D64_PERSISTENT, H3_D128_PERSISTENT  1: a persistent grid (one block per SM, each walking
+ *                                          query tiles longest-first, Q double-buffered);
+ *                                          0: one block per query tile */
+#ifndef H3_D64_PERSISTENT
+#define H3_D64_PERSISTENT 1
+#endif
+#ifndef H3_D128_PERSISTENT
+#define H3_D128_PERSISTENT 1
+#endif
+/*   H3_D64_PINGPONG, H3_D128_PINGPONG      1 (with the overlap): the consumer warpgroups take
+ *                                          turns issuing their products (named barriers) */
+#ifndef H3_D64_PINGPONG
+#define H3_D64_PINGPONG 1
+#endif
+#ifndef H3_D128_PINGPONG
+#define H3_D128_PINGPONG 0
+#endif
 
 /* Threads of a block with C consumer warpgroups (+ the producer warpgroup), and the setmaxnreg
  * budgets that fill the SM's 65536 registers: 128 x 24 + 256 x 240 = 64512 (C = 2),
@@ -109,14 +133,20 @@ typedef struct {
     CUtensorMap q_map, k_map, v_map;
     __nv_bfloat16 *o;          /* bf16 [batch, heads, seq, head_dim] */
     int seq;
+    int bh_count, q_tiles;     /* batch*heads; query tiles per head (persistent grid's work) */
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
 } flash3_params;
 
-/* Bytes of one tile of ROWS rows, and of the block's dynamic shared memory. */
+/* Bytes of one tile of ROWS rows, and of the block's dynamic shared memory with QB Q buffers
+ * (1: one query tile per block; 2: the persistent grid loads the next tile's Q while the
+ * current one is computed). mbarriers: K/V full and empty per stage, Q full per Q buffer and,
+ * with 2 buffers, Q empty per buffer. */
 #define H3_TILE_BYTES(D, ROWS) ((ROWS) * (D) * 2)
-#define H3_BARRIERS            (1 + 4 * H3_STAGES)
-#define H3_SMEM_BYTES(D, BM) \
-    ((size_t)1024 + H3_TILE_BYTES(D, BM) + 2 * H3_STAGES * H3_TILE_BYTES(D, H3_BLOCK_N) + 8 * H3_BARRIERS)
+#define H3_BARRIERS(QB)        (4 * H3_STAGES + ((QB) == 1 ? 1 : 2 * (QB)))
+#define H3_SMEM_BYTES(D, BM, QB) \
+    ((size_t)1024 + (QB) * H3_TILE_BYTES(D, BM) + 2 * H3_STAGES * H3_TILE_BYTES(D, H3_BLOCK_N) + \
+     8 * H3_BARRIERS(QB))
+#define H3_QBUFS(PERSIST)      ((PERSIST) ? 2 : 1)
 
 /* PTX "bar, barrier" (bar.sync with a thread count): a barrier among `count` threads (a multiple
  * of 32) on hardware barrier `id` (1..15; 0 is __syncthreads'). */
@@ -125,43 +155,112 @@ static __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t 
     asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory");
 }
 
-/* Shared-memory layout of one block (offsets from the 1024-byte-aligned start), and the block's
- * place in the problem. Both roles compute the same causal bounds from it (they must agree on
- * the number of key tiles, or the producer waits for a release that never comes). */
+/* PTX "bar, barrier" (bar.arrive): count this warp's threads towards the `count` of barrier `id`
+ * without waiting for it. */
+static __device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t count)
+{
+    asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(count) : "memory");
+}
+
+/* Ping-pong of C consumer warpgroups (FlashAttention-3's warp_scheduler_barrier): warpgroup c
+ * waits on barrier H3_PP_BAR + c before issuing a tile's products and, once they are issued,
+ * lets warpgroup (c + 1) % C go. Each barrier completes with 256 threads: the waiting
+ * warpgroup's 128 and the 128 of the one before it. Warpgroup 0 arrives on its own barrier once
+ * at the start, so it goes first. The tensor cores then run one warpgroup's products while the
+ * other does its softmax. Barriers 1..C are the epilogue's. */
+#define H3_PP_BAR 4u
+
+/* Shared-memory layout of one block (offsets from the 1024-byte-aligned start). */
 typedef struct {
-    uint32_t sQ, sK, sV, bar;  /* .shared addresses: Q tile, K stages, V stages, mbarriers */
-    int bh, m0, n_end;         /* (batch, head), first query row, key tiles 0..n_end-1 */
+    uint32_t sQ, sK, sV, bar;  /* .shared addresses: Q buffers, K stages, V stages, mbarriers */
 } flash3_block;
 
-/* The mbarriers (8 bytes each, after the tiles): Q full; per stage s, K full, V full (one
- * arrival: the producer's expect_tx, plus the tile's bytes) and K empty, V empty (one arrival
- * per consumer warp once its wgmma reading the tile have completed). */
-#define Q_FULL(b)      ((b).bar)
-#define K_FULL(b, s)   ((b).bar + 8u * (1 + (s)))
-#define V_FULL(b, s)   ((b).bar + 8u * (1 + H3_STAGES + (s)))
-#define K_EMPTY(b, s)  ((b).bar + 8u * (1 + 2 * H3_STAGES + (s)))
-#define V_EMPTY(b, s)  ((b).bar + 8u * (1 + 3 * H3_STAGES + (s)))
+/* One work item: one query tile of one (batch, head). Both roles compute the same items in the
+ * same order and the same causal bounds (they must agree on the number of key tiles, or the
+ * producer waits for a release that never comes). */
+typedef struct {
+    int bh, m0, n_end;         /* (batch, head), first query row, key tiles 0..n_end-1 */
+} flash3_item;
 
-/* The producer: one thread of warpgroup 0. Q once, then for each key tile n the K tile and the
- * V tile into stage n % H3_STAGES, each as soon as the consumers have released the tile that
- * stage held before (n - H3_STAGES). Parity of that release: the k-th reuse of a stage (k = n /
+/* The j-th work item of this block (j = 0, 1, ...); false when the block has no more.
+ * One tile per block (PERSIST false): grid (batch*heads, query tiles), the heaviest (last) query
+ * tile first in launch order, j = 0 only.
+ * Persistent (grid = min(SMs, tiles) blocks): the tiles in longest-first order, i = 0 .. total-1
+ * with query tile q_tiles - 1 - i / bh_count of head i % bh_count (causal: the last query tile
+ * has the most key tiles); round r hands items r*G .. r*G + G-1 to the G blocks, forward in even
+ * rounds and backward in odd ones (a block that got a long item in one round gets a short one
+ * in the next). */
+template <int BM, bool PERSIST>
+static __device__ __forceinline__ bool flash3_next_item(const flash3_params &p, int j, flash3_item &w)
+{
+    int m_blk;
+    if constexpr (PERSIST) {
+        const int G = (int)gridDim.x, blk = (int)blockIdx.x;
+        const long long i = (long long)j * G + ((j & 1) ? G - 1 - blk : blk);
+        if (i >= (long long)p.q_tiles * p.bh_count) return false;
+        m_blk = p.q_tiles - 1 - (int)(i / p.bh_count);
+        w.bh = (int)(i % p.bh_count);
+    } else {
+        if (j > 0) return false;
+        m_blk = (int)(gridDim.y - 1 - blockIdx.y);
+        w.bh = (int)blockIdx.x;
+    }
+    w.m0 = m_blk * BM;
+    /* Causal bounds: key tiles 0 .. n_end-1 reach the tile's last row (or seq); none past that
+     * is ever loaded. With BLOCK_M == BLOCK_N both consumers need every one of them. */
+    const int n_tiles = (p.seq + H3_BLOCK_N - 1) / H3_BLOCK_N;
+    w.n_end = min(n_tiles, (w.m0 + BM - 1) / H3_BLOCK_N + 1);
+    return true;
+}
+
+/* The mbarriers (8 bytes each, after the tiles): per stage s, K full, V full (one arrival: the
+ * producer's expect_tx, plus the tile's bytes) and K empty, V empty (one arrival per consumer
+ * warp once its wgmma reading the tile have completed); per Q buffer q, Q full and (2 buffers)
+ * Q empty (one arrival per consumer warp once the epilogue is done with the buffer). */
+#define K_FULL(b, s)   ((b).bar + 8u * (s))
+#define V_FULL(b, s)   ((b).bar + 8u * (H3_STAGES + (s)))
+#define K_EMPTY(b, s)  ((b).bar + 8u * (2 * H3_STAGES + (s)))
+#define V_EMPTY(b, s)  ((b).bar + 8u * (3 * H3_STAGES + (s)))
+#define Q_FULL(b, q)   ((b).bar + 8u * (4 * H3_STAGES + (q)))
+#define Q_EMPTY(b, q)  ((b).bar + 8u * (4 * H3_STAGES + 2 + (q)))
+
+/* PTX "membar/fence" (fence.proxy.async.shared::cta): orders this thread's earlier ordinary
+ * (generic-proxy) shared-memory accesses before later asynchronous-proxy accesses (a TMA copy
+ * into the same bytes), once the release/acquire of an mbarrier has passed between them. */
+static __device__ __forceinline__ void fence_proxy_async_smem(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* The producer: one thread of warpgroup 0. Per work item j: Q into buffer j % QB (once the
+ * consumers' epilogue of item j - QB has let go of it), then for each key tile n the K tile and
+ * the V tile into the next stage, each as soon as the consumers have released the tile that
+ * stage held before. The stages run on across items: u counts the block's key tiles so far,
+ * stage u % H3_STAGES. Parity of a release: the k-th reuse of a stage or buffer (k = u /
  * H3_STAGES) waits for completion k - 1 of its empty barrier, parity (k & 1) ^ 1; for k = 0
  * that is parity 1 on a fresh barrier, which passes at once. */
-template <int D, int BM>
+template <int D, int BM, bool PERSIST>
 static __device__ __forceinline__ void flash3_producer(const flash3_params &p, const flash3_block &b)
 {
+    constexpr int QB = H3_QBUFS(PERSIST);
     constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, BM), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
-    mbar_arrive_expect_tx(Q_FULL(b), Q_BYTES);    /* the full box, even where it is past seq */
-    tma_load_4d(b.sQ, &p.q_map, Q_FULL(b), 0, b.m0, 0, b.bh);
-    for (int n = 0; n < b.n_end; ++n) {
-        const int s = n % H3_STAGES;
-        const uint32_t parity = ((uint32_t)(n / H3_STAGES) & 1u) ^ 1u;
-        mbar_wait(K_EMPTY(b, s), parity);
-        mbar_arrive_expect_tx(K_FULL(b, s), KV_BYTES);
-        tma_load_4d(b.sK + s * KV_BYTES, &p.k_map, K_FULL(b, s), 0, n * H3_BLOCK_N, 0, b.bh);
-        mbar_wait(V_EMPTY(b, s), parity);
-        mbar_arrive_expect_tx(V_FULL(b, s), KV_BYTES);
-        tma_load_4d(b.sV + s * KV_BYTES, &p.v_map, V_FULL(b, s), 0, n * H3_BLOCK_N, 0, b.bh);
+    int u = 0;
+    flash3_item w;
+    for (int j = 0; flash3_next_item<BM, PERSIST>(p, j, w); ++j) {
+        const int q = j % QB;
+        if constexpr (QB > 1) mbar_wait(Q_EMPTY(b, q), ((uint32_t)(j / QB) & 1u) ^ 1u);
+        mbar_arrive_expect_tx(Q_FULL(b, q), Q_BYTES);   /* the full box, even past seq */
+        tma_load_4d(b.sQ + q * Q_BYTES, &p.q_map, Q_FULL(b, q), 0, w.m0, 0, w.bh);
+        for (int n = 0; n < w.n_end; ++n, ++u) {
+            const int s = u % H3_STAGES;
+            const uint32_t parity = ((uint32_t)(u / H3_STAGES) & 1u) ^ 1u;
+            mbar_wait(K_EMPTY(b, s), parity);
+            mbar_arrive_expect_tx(K_FULL(b, s), KV_BYTES);
+            tma_load_4d(b.sK + s * KV_BYTES, &p.k_map, K_FULL(b, s), 0, n * H3_BLOCK_N, 0, w.bh);
+            mbar_wait(V_EMPTY(b, s), parity);
+            mbar_arrive_expect_tx(V_FULL(b, s), KV_BYTES);
+            tma_load_4d(b.sV + s * KV_BYTES, &p.v_map, V_FULL(b, s), 0, n * H3_BLOCK_N, 0, w.bh);
+        }
     }
 }
 
@@ -275,7 +374,8 @@ static __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_
     wgmma_commit();
 }
 
-/* A consumer warpgroup cwg (0 .. C-1): query rows m0 + 64cwg .. m0 + 64cwg + 63, all key tiles.
+/* A consumer warpgroup cwg (0 .. C-1), for each of the block's work items: query rows
+ * m0 + 64cwg .. m0 + 64cwg + 63 of the item, all its key tiles, then its rows of O.
  *
  * Register bookkeeping of one thread: warp w of the warpgroup, lane = 4g + t. By the wgmma
  * accumulator layout (wgmma.cuh) the thread owns rows 16w + g + 8h (h = 0, 1) of the
@@ -284,39 +384,55 @@ static __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_
  *   o[4j + 2h + e]     O of (row h, column 8j + 2t + e)
  *   pk[k][i]           P as the A operand of k-step k (keys 16k..16k+15): i = 0, 1 the keys of
  *                      group 2k for rows h = 0, 1; i = 2, 3 those of group 2k + 1
- *   m_run[h]           running max of row h (raw Q.K units), l_run[h] this lane's part of its sum */
-template <int D, int BM, bool OVERLAP>
+ *   m_run[h]           running max of row h (raw Q.K units), l_run[h] this lane's part of its sum
+ * Stages run on across items as in the producer: key tile n of an item is the block's key tile
+ * u = u0 + n, stage u % H3_STAGES, completion u / H3_STAGES of its full barrier. */
+template <int D, int BM, bool OVERLAP, bool PERSIST, bool PINGPONG>
 static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, const flash3_block &b,
                                                        int cwg)
 {
     constexpr int BN = H3_BLOCK_N;
-    constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, BN);
+    constexpr int QB = H3_QBUFS(PERSIST);
+    constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, BN), Q_BYTES = H3_TILE_BYTES(D, BM);
     constexpr int SN = BN / 2;                /* S floats per thread (64 x BN over 128 threads) */
     constexpr int ON = D / 2;                 /* O floats per thread */
 
     const int tid = threadIdx.x & 127, lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int seq = p.seq, m0 = b.m0;
-    const uint32_t sQ = b.sQ;
+    const int seq = p.seq;
+    const float c = p.scale_log2;
 
-    /* Descriptors (wgmma.cuh): Q rows 64cwg.. of panel 0 and K of stage 0, K-major; V of stage
-     * 0, MN-major, its 64-column panels BN*128 bytes apart (LBO). Offsets are added per k-step. */
-    const uint64_t q_desc = wgmma_desc_sw128(sQ + cwg * 64 * 128, 16, 1024);
+    /* Descriptors (wgmma.cuh): K of stage 0, K-major; V of stage 0, MN-major, its 64-column
+     * panels BN*128 bytes apart (LBO). Offsets are added per k-step; Q's per item. */
     const uint64_t k_desc = wgmma_desc_sw128(b.sK, 16, 1024);
     const uint64_t v_desc = wgmma_desc_sw128(b.sV, BN * 128, 1024);
 
+    constexpr bool PP = PINGPONG && OVERLAP;  /* the ping-pong is built on the overlapped loop */
+    constexpr int C = BM / 64;
+    const uint32_t pp_mine = H3_PP_BAR + (uint32_t)cwg, pp_next = H3_PP_BAR + (uint32_t)((cwg + 1) % C);
+    if (PP && cwg == 0) named_barrier_arrive(pp_mine, 256);
+
+    int u0 = 0;                               /* the block's key tiles before this item */
+    flash3_item it;
+    for (int j = 0; flash3_next_item<BM, PERSIST>(p, j, it); ++j) {
+    const int qb = j % QB;
+    const uint32_t sQ = b.sQ + (uint32_t)qb * Q_BYTES;
+    const int m0 = it.m0, n_end = it.n_end;
+    /* Q rows 64cwg.. of panel 0 of this item's buffer, K-major */
+    const uint64_t q_desc = wgmma_desc_sw128(sQ + cwg * 64 * 128, 16, 1024);
+
     const int row0 = m0 + cwg * 64 + 16 * w + g;  /* global row of h = 0; h = 1 is row0 + 8 */
-    const float c = p.scale_log2;
     float o[ON];
     float m_run[2] = { -INFINITY, -INFINITY }, l_run[2] = { 0.f, 0.f };
 #pragma unroll
     for (int i = 0; i < ON; ++i) o[i] = 0.f;
 
-    mbar_wait(Q_FULL(b), 0);
+    mbar_wait(Q_FULL(b, qb), (uint32_t)(j / QB) & 1u);
     if constexpr (!OVERLAP) {
     /* Rung 2: per key tile, S = Q.K^T, softmax, O += P.V, each product waited for at once. */
-    for (int n = 0; n < b.n_end; ++n) {
-        const int s = n % H3_STAGES;
-        const uint32_t phase = (uint32_t)(n / H3_STAGES) & 1u;
+    for (int n = 0; n < n_end; ++n) {
+        const int u = u0 + n;
+        const int s = u % H3_STAGES;
+        const uint32_t phase = (uint32_t)(u / H3_STAGES) & 1u;
         const uint32_t kv_off = (uint32_t)s * KV_BYTES;
         float sacc[SN];
         mbar_wait(K_FULL(b, s), phase);
@@ -348,27 +464,33 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
      * rescale O by tile n's alpha (O then holds tiles 0..n-1 at tile n's max). */
     uint32_t pk[BN / 16][4];
     {
+        const int s0 = u0 % H3_STAGES;
         float sacc[SN];
         float alpha[2];
-        mbar_wait(K_FULL(b, 0), 0);
-        issue_qk<D, BM>(sacc, q_desc, k_desc, 0);
+        mbar_wait(K_FULL(b, s0), (uint32_t)(u0 / H3_STAGES) & 1u);
+        if (PP) named_barrier_sync(pp_mine, 256);
+        issue_qk<D, BM>(sacc, q_desc, k_desc, (uint32_t)s0 * KV_BYTES);
+        if (PP) named_barrier_arrive(pp_next, 256);
         wgmma_wait<0>();
         wgmma_fence_regs(sacc);
         __syncwarp();
-        if (lane == 0) mbar_arrive(K_EMPTY(b, 0));
+        if (lane == 0) mbar_arrive(K_EMPTY(b, s0));
         if (BN - 1 > m0 + cwg * 64 || BN > seq) mask_tile<BN>(sacc, row0, 0, seq, t);
         online_softmax<BN>(sacc, m_run, l_run, alpha, c);       /* O = 0: no rescale */
         pack_p<BN>(sacc, pk);
     }
-    for (int n = 1; n < b.n_end; ++n) {
-        const int s = n % H3_STAGES, sp = (n - 1) % H3_STAGES;
-        const uint32_t phase = (uint32_t)(n / H3_STAGES) & 1u;
-        const uint32_t phase_p = (uint32_t)((n - 1) / H3_STAGES) & 1u;
+    for (int n = 1; n < n_end; ++n) {
+        const int u = u0 + n;
+        const int s = u % H3_STAGES, sp = (u - 1) % H3_STAGES;
+        const uint32_t phase = (uint32_t)(u / H3_STAGES) & 1u;
+        const uint32_t phase_p = (uint32_t)((u - 1) / H3_STAGES) & 1u;
         float sacc[SN];
         mbar_wait(K_FULL(b, s), phase);
+        if (PP) named_barrier_sync(pp_mine, 256);
         issue_qk<D, BM>(sacc, q_desc, k_desc, (uint32_t)s * KV_BYTES);
         mbar_wait(V_FULL(b, sp), phase_p);
         issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
+        if (PP) named_barrier_arrive(pp_next, 256);
         wgmma_wait<1>();                      /* S[n] is complete; P[n-1].V[n-1] may not be */
         wgmma_fence_regs(sacc);
         __syncwarp();
@@ -387,8 +509,9 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         pack_p<BN>(sacc, pk);                 /* P[n], written only now that no wgmma reads pk */
     }
     {
-        const int sp = (b.n_end - 1) % H3_STAGES;
-        mbar_wait(V_FULL(b, sp), (uint32_t)((b.n_end - 1) / H3_STAGES) & 1u);
+        const int u = u0 + n_end - 1;
+        const int sp = u % H3_STAGES;
+        mbar_wait(V_FULL(b, sp), (uint32_t)(u / H3_STAGES) & 1u);
         issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
         wgmma_wait<0>();
         wgmma_fence_regs(o);
@@ -396,10 +519,12 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         if (lane == 0) mbar_arrive(V_EMPTY(b, sp));
     }
     }
+    u0 += n_end;
 
     /* Epilogue: O /= l (a row that saw no key keeps O = 0), to bf16, into this warpgroup's own
-     * rows of the Q tile (same panel layout and swizzle; its wgmma reads of Q are complete and
-     * the other warpgroup reads only its own rows), then 16-byte coalesced global stores. */
+     * rows of the item's Q buffer (same panel layout and swizzle; its wgmma reads of Q are
+     * complete and the other warpgroup reads only its own rows), then 16-byte coalesced global
+     * stores. */
     const int r_base = cwg * 64 + 16 * w + g;                     /* row in the tile; & 7 == g */
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -409,13 +534,13 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         const float inv = l > 0.f ? 1.f / l : 1.f;
         const uint32_t row_addr = sQ + (uint32_t)(r_base + 8 * h) * 128u;
 #pragma unroll
-        for (int j = 0; j < D / 8; ++j)
-            st_shared_b32(row_addr + (uint32_t)((j / 8) * BM * 128 + (((j % 8) ^ g) << 4) + 4 * t),
-                          pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv));
+        for (int jj = 0; jj < D / 8; ++jj)
+            st_shared_b32(row_addr + (uint32_t)((jj / 8) * BM * 128 + (((jj % 8) ^ g) << 4) + 4 * t),
+                          pack_bf16x2(o[4 * jj + 2 * h] * inv, o[4 * jj + 2 * h + 1] * inv));
     }
     named_barrier_sync(1 + cwg, 128);         /* this warpgroup's rows are complete */
     constexpr int CHUNKS = D / 8;             /* 16-byte chunks per row */
-    __nv_bfloat16 *o_bh = p.o + (size_t)b.bh * seq * D;
+    __nv_bfloat16 *o_bh = p.o + (size_t)it.bh * seq * D;
 #pragma unroll
     for (int i = 0; i < 64 * CHUNKS / 128; ++i) {
         const int idx = i * 128 + tid;
@@ -427,40 +552,47 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
             *(uint4 *)(o_bh + (size_t)row * D + ch * 8) = ld_shared_v4(a);
         }
     }
+    if constexpr (QB > 1) {
+        /* The buffer is free for the Q of item j + QB: order this thread's ordinary accesses to
+         * it before that TMA write, then one arrival per warp. */
+        fence_proxy_async_smem();
+        __syncwarp();
+        if (lane == 0) mbar_arrive(Q_EMPTY(b, qb));
+    }
+    }
 }
 
-/* One block = one query tile of BM = 64*C rows of one (batch, head); see the file comment.
- * Grid: x = batch*heads, y = query tiles, heaviest (last) tile first. Block: 128*(C+1) threads =
- * warpgroup 0, the producer (one thread issues every TMA copy; H3_PRODUCER_REGS(C) registers),
- * and warpgroups 1..C, the consumers (64 query rows each; H3_CONSUMER_REGS(C) registers).
- * Dynamic shared memory: H3_SMEM_BYTES(D, BM). */
-template <int D, int C, bool OVERLAP>
+/* One block: query tiles of BM = 64*C rows, each of one (batch, head); see the file comment and
+ * flash3_next_item. Grid: PERSIST false, x = batch*heads, y = query tiles (one tile per block,
+ * heaviest first); PERSIST true, min(SMs, tiles) blocks, each walking its tiles. Block:
+ * 128*(C+1) threads = warpgroup 0, the producer (one thread issues every TMA copy;
+ * H3_PRODUCER_REGS(C) registers), and warpgroups 1..C, the consumers (64 query rows each;
+ * H3_CONSUMER_REGS(C) registers). Dynamic shared memory: H3_SMEM_BYTES(D, BM, H3_QBUFS(PERSIST)). */
+template <int D, int C, bool OVERLAP, bool PERSIST, bool PINGPONG>
 static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
 {
     constexpr int BM = 64 * C;
     static_assert(D == 64 || D == 128, "head_dim 64 or 128");
     static_assert((C == 2 || C == 3) && H3_BLOCK_N % 16 == 0, "tile shape");
+    constexpr int QB = H3_QBUFS(PERSIST);
     constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
 
     extern __shared__ uint8_t smem_raw[];
     flash3_block b;
     b.sQ = (smem_addr(smem_raw) + 1023u) & ~1023u;               /* 128B swizzle: 1024-B aligned */
-    b.sK = b.sQ + H3_TILE_BYTES(D, BM);
+    b.sK = b.sQ + QB * H3_TILE_BYTES(D, BM);
     b.sV = b.sK + H3_STAGES * KV_BYTES;
     b.bar = b.sV + H3_STAGES * KV_BYTES;
-    b.bh = blockIdx.x;
-    b.m0 = (int)(gridDim.y - 1 - blockIdx.y) * BM;      /* heaviest query tile first */
-    /* Causal bounds: key tiles 0 .. n_end-1 reach the block's last row (or seq); none past that
-     * is ever loaded. With BLOCK_M == BLOCK_N both consumers need every one of them. */
-    const int n_tiles = (p.seq + H3_BLOCK_N - 1) / H3_BLOCK_N;
-    b.n_end = min(n_tiles, (b.m0 + BM - 1) / H3_BLOCK_N + 1);
 
     const int wg = threadIdx.x >> 7;
     if (threadIdx.x == 0) {
         tma_prefetch_map(&p.q_map);
         tma_prefetch_map(&p.k_map);
         tma_prefetch_map(&p.v_map);
-        mbar_init(Q_FULL(b), 1);
+        for (int q = 0; q < QB; ++q) {
+            mbar_init(Q_FULL(b, q), 1);
+            if (QB > 1) mbar_init(Q_EMPTY(b, q), 4 * C);   /* one arrival per consumer warp */
+        }
         for (int s = 0; s < H3_STAGES; ++s) {
             mbar_init(K_FULL(b, s), 1);
             mbar_init(V_FULL(b, s), 1);
@@ -473,13 +605,14 @@ static __device__ __forceinline__ void flash3_fwd_tile(const flash3_params &p)
 
     if (wg == 0) {
         if (H3_SETMAXNREG) setmaxnreg_dec<H3_PRODUCER_REGS(C)>();
-        if (threadIdx.x == 0) flash3_producer<D, BM>(p, b);
+        if (threadIdx.x == 0) flash3_producer<D, BM, PERSIST>(p, b);
     } else {
         if (H3_SETMAXNREG) setmaxnreg_inc<H3_CONSUMER_REGS(C)>();
-        flash3_consumer<D, BM, OVERLAP>(p, b, wg - 1);
+        flash3_consumer<D, BM, OVERLAP, PERSIST, PINGPONG>(p, b, wg - 1);
     }
 }
 #undef Q_FULL
+#undef Q_EMPTY
 #undef K_FULL
 #undef V_FULL
 #undef K_EMPTY
@@ -505,7 +638,8 @@ __global__ void __launch_bounds__(H3_THREADS(H3_D64_CONSUMERS), 1)
 H3_D64_KERNEL(const __grid_constant__ flash3_params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    flash3_fwd_tile<64, H3_D64_CONSUMERS, (H3_D64_OVERLAP != 0)>(p);
+    flash3_fwd_tile<64, H3_D64_CONSUMERS, (H3_D64_OVERLAP != 0), (H3_D64_PERSISTENT != 0),
+                    (H3_D64_PINGPONG != 0)>(p);
 #endif
 }
 
@@ -513,7 +647,8 @@ __global__ void __launch_bounds__(H3_THREADS(H3_D128_CONSUMERS), 1)
 H3_D128_KERNEL(const __grid_constant__ flash3_params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    flash3_fwd_tile<128, H3_D128_CONSUMERS, (H3_D128_OVERLAP != 0)>(p);
+    flash3_fwd_tile<128, H3_D128_CONSUMERS, (H3_D128_OVERLAP != 0), (H3_D128_PERSISTENT != 0),
+                    (H3_D128_PINGPONG != 0)>(p);
 #endif
 }
 
@@ -530,9 +665,15 @@ static int threads_for(int head_dim)
     return head_dim == 64 ? H3_THREADS(H3_D64_CONSUMERS) : H3_THREADS(H3_D128_CONSUMERS);
 }
 
+static int persistent_for(int head_dim)
+{
+    return head_dim == 64 ? (H3_D64_PERSISTENT != 0) : (H3_D128_PERSISTENT != 0);
+}
+
 static size_t smem_for(int head_dim)
 {
-    return head_dim == 64 ? H3_SMEM_BYTES(64, H3_D64_BLOCK_M) : H3_SMEM_BYTES(128, H3_D128_BLOCK_M);
+    return head_dim == 64 ? H3_SMEM_BYTES(64, H3_D64_BLOCK_M, H3_QBUFS(H3_D64_PERSISTENT != 0))
+                          : H3_SMEM_BYTES(128, H3_D128_BLOCK_M, H3_QBUFS(H3_D128_PERSISTENT != 0));
 }
 
 /* The tensor maps of the last forward and the tensors they describe (re-encoded when those
@@ -543,6 +684,7 @@ typedef struct {
     CUtensorMap q_map, k_map, v_map;
     const void *q, *k, *v;
     attn_shape shape;
+    int sms;                   /* multiprocessors: the persistent grid's size */
 } flash3_state;
 
 /* A driver function through the runtime (cudaGetDriverEntryPointByVersion), so the stage links
@@ -622,6 +764,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
     }
     const int bm = block_m_for(s->head_dim);
     const long long q_tiles = ((long long)s->seq + bm - 1) / bm;
+    if (persistent_for(s->head_dim)) return 0;   /* grid = min(SMs, tiles) blocks */
     if (q_tiles > prop->maxGridSize[1]) {
         snprintf(why, why_len, "seq %d is too long for 07_hopper (at most %lld: %d query tiles of "
                  "%d rows)", s->seq, (long long)prop->maxGridSize[1] * bm,
@@ -651,6 +794,9 @@ static void *flash3_setup(attn_problem *p)
     st->encode = (PFN_cuTensorMapEncodeTiled_v12000)driver_entry("cuTensorMapEncodeTiled", 12000);
     st->error_string = (PFN_cuGetErrorString_v6000)driver_entry("cuGetErrorString", 6000);
     encode_maps(st, p);
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&st->sms, cudaDevAttrMultiProcessorCount, dev));
     const void *kernel = p->shape.head_dim == 64 ? (const void *)H3_D64_KERNEL
                                                  : (const void *)H3_D128_KERNEL;
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -658,7 +804,8 @@ static void *flash3_setup(attn_problem *p)
     return st;
 }
 
-/* One launch: grid (batch*heads, query tiles), 384 threads (512 with 3 consumers). */
+/* One launch: grid (batch*heads, query tiles), or min(SMs, query tiles x batch*heads) blocks for
+ * the persistent kernel; 384 threads (512 with 3 consumers). */
 static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;
@@ -674,7 +821,12 @@ static void flash3_forward(attn_problem *p)
     fp.seq = s->seq;
     fp.scale_log2 = p->scale * LOG2E;
     const int bm = block_m_for(s->head_dim);
-    const dim3 grid((unsigned)(s->batch * s->heads), (unsigned)((s->seq + bm - 1) / bm));
+    fp.bh_count = s->batch * s->heads;
+    fp.q_tiles = (s->seq + bm - 1) / bm;
+    const long long tiles = (long long)fp.bh_count * fp.q_tiles;
+    const dim3 grid = persistent_for(s->head_dim)
+                          ? dim3((unsigned)(tiles < st->sms ? tiles : st->sms))
+                          : dim3((unsigned)fp.bh_count, (unsigned)fp.q_tiles);
     const size_t smem = smem_for(s->head_dim);
     const int threads = threads_for(s->head_dim);
 

@@ -127,9 +127,10 @@ shape_case() {
     assert_flash3_kernels 64
     [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
     [ "$(trace_query "$TRACE" ranges flash3_attention_forward)" -eq 3 ]
-    # grid (batch*heads, query tiles of 128 rows), 3 warpgroups, opt-in dynamic shared memory:
-    # 1024 (alignment) + Q 16384 + 2 x (K 16384 + V 16384) + 9 mbarriers x 8 = 83016 B
-    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[128, 8, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 83016 B \(opt-in\)"
+    # persistent grid: min(SMs, 128 x 8 query tiles) = 132 blocks on the H100/H200 (132 SMs),
+    # 3 warpgroups, opt-in dynamic shared memory:
+    # 1024 (alignment) + 2 x Q 16384 + 2 x (K 16384 + V 16384) + 12 mbarriers x 8 = 99424 B
+    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 99424 B \(opt-in\)"
     printf '%s\n' "$output" | grep -qE "^ *${D64_KERNEL}\(flash3_para\.\.\. "
     printf '%s\n' "$output" | grep -qE '^Self CPU time total: [0-9.]+(us|ms|s)$'
     printf '%s\n' "$output" | grep -qE '^Self CUDA time total: [0-9.]+(us|ms|s)$'
@@ -140,11 +141,12 @@ shape_case() {
 # block) the profiler reads the registers a kernel is launched with: the cap at entry that
 # __launch_bounds__(384, 1) gives, 65536 / 384 rounded down to a multiple of 8 = 168, not the 24
 # and 240 the warpgroups move to with setmaxnreg. 384 x 168 registers -> 1 block, 12 warps = 18.75%.
-#   d64:  83016 B of shared memory would allow 2 blocks: limited by registers.
-#   d128: 164936 B allow 1 block too: limited by both; Kineto, which ignores the opt-in, says 0%.
+#   d64:  99424 B of shared memory would allow 2 blocks: limited by registers.
+#   d128: 197728 B allow 1 block too: limited by both; Kineto, which ignores the opt-in, says 0%.
+# Both kernels run a persistent grid: min(132 SMs, 32 x 16 query tiles) = 132 blocks.
 @test "07_hopper on compute capability 9.0: registers at entry, 1 block/SM, occupancy per head_dim" {
-    local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[32, 16, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 83016 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers, Kineto: 0%, "
-    local d128_re="^  $D128_KERNEL\(flash3_params\): grid \[32, 16, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 164936 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers \+ shared memory, Kineto: 0%, "
+    local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 99424 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers, Kineto: 0%, "
+    local d128_re="^  $D128_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 197728 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers \+ shared memory, Kineto: 0%, "
     for d in 64 128; do
         run_stage 07_hopper --batch 2 --heads 16 --seq 2048 --head-dim "$d"
         [ "$status" -eq 0 ]
