@@ -34,6 +34,7 @@
 #include <cuda_bf16.h>
 #include <limits.h>
 #include <math.h>
+#include <math_constants.h>   /* CUDART_L2E = log2(e): exp(x) = exp2(x·log2 e) */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -45,7 +46,6 @@
 #define TILE_K 64                 /* keys per K/V tile (Bc) */
 #define WARPS 4                   /* each warp owns 16 query rows */
 #define THREADS (WARPS * 32)
-#define LOG2E 1.4426950408889634  /* log2(e): exp(x) = exp2(x·log2 e) */
 /* The causal bound "key tiles 0..q_tile" and the tile loads of Q and K assume square tiles. */
 static_assert(TILE_Q == TILE_K, "query and key tiles must have the same number of rows");
 
@@ -237,10 +237,14 @@ __device__ __forceinline__ void scores_to_probs(uint32_t pa[4][4], const float s
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
         const float *lo = s[2 * kk], *hi = s[2 * kk + 1];
-        pa[kk][0] = pack_bf16x2(exp2_approx(fmaf(lo[0], c, -lse2[0])), exp2_approx(fmaf(lo[1], c, -lse2[0])));
-        pa[kk][1] = pack_bf16x2(exp2_approx(fmaf(lo[2], c, -lse2[1])), exp2_approx(fmaf(lo[3], c, -lse2[1])));
-        pa[kk][2] = pack_bf16x2(exp2_approx(fmaf(hi[0], c, -lse2[0])), exp2_approx(fmaf(hi[1], c, -lse2[0])));
-        pa[kk][3] = pack_bf16x2(exp2_approx(fmaf(hi[2], c, -lse2[1])), exp2_approx(fmaf(hi[3], c, -lse2[1])));
+        pa[kk][0] = bf16x2_bits(__floats2bfloat162_rn(exp2_approx(fmaf(lo[0], c, -lse2[0])),
+                                                      exp2_approx(fmaf(lo[1], c, -lse2[0]))));
+        pa[kk][1] = bf16x2_bits(__floats2bfloat162_rn(exp2_approx(fmaf(lo[2], c, -lse2[1])),
+                                                      exp2_approx(fmaf(lo[3], c, -lse2[1]))));
+        pa[kk][2] = bf16x2_bits(__floats2bfloat162_rn(exp2_approx(fmaf(hi[0], c, -lse2[0])),
+                                                      exp2_approx(fmaf(hi[1], c, -lse2[0]))));
+        pa[kk][3] = bf16x2_bits(__floats2bfloat162_rn(exp2_approx(fmaf(hi[2], c, -lse2[1])),
+                                                      exp2_approx(fmaf(hi[3], c, -lse2[1]))));
     }
 }
 
@@ -255,8 +259,10 @@ __device__ __forceinline__ void store_o(const float o[][4], char *sO, __nv_bfloa
     const int r = warp * 16 + g;
 #pragma unroll
     for (int jd = 0; jd < D / 8; ++jd) {
-        *(uint32_t *)(sO + tile_offset<D>(r, 8 * jd + 2 * t)) = pack_bf16x2(o[jd][0], o[jd][1]);
-        *(uint32_t *)(sO + tile_offset<D>(r + 8, 8 * jd + 2 * t)) = pack_bf16x2(o[jd][2], o[jd][3]);
+        *(uint32_t *)(sO + tile_offset<D>(r, 8 * jd + 2 * t)) =
+            bf16x2_bits(__floats2bfloat162_rn(o[jd][0], o[jd][1]));
+        *(uint32_t *)(sO + tile_offset<D>(r + 8, 8 * jd + 2 * t)) =
+            bf16x2_bits(__floats2bfloat162_rn(o[jd][2], o[jd][3]));
     }
     __syncwarp();
     const int chunks_per_row = D / 8;
@@ -425,7 +431,7 @@ static void efficient_forward(attn_problem *p)
     k.o = (__nv_bfloat16 *)p->o;
     k.seq = s->seq;
     k.num_q_tiles = (s->seq + TILE_Q - 1) / TILE_Q;
-    k.scale_log2 = (float)((double)p->scale * LOG2E);
+    k.scale_log2 = (float)((double)p->scale * CUDART_L2E);
     const dim3 grid((unsigned)(s->batch * s->heads), (unsigned)k.num_q_tiles);
 
     prof_range_push("_efficient_attention_forward");   /* as ATen names the op that launches cutlassF */

@@ -44,6 +44,7 @@
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <math.h>
+#include <math_constants.h>   /* CUDART_L2E_F = log2(e) */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -80,7 +81,6 @@
 
 #define FLASH_WARPS   4
 #define FLASH_THREADS (32 * FLASH_WARPS)
-#define LOG2E         1.4426950408889634f
 
 /* Kernel arguments. Pointers are the bf16 tensors [batch, heads, seq, head_dim]. */
 typedef struct {
@@ -250,7 +250,7 @@ static __device__ __forceinline__ void flash_key_tile(
                 const float p0 = exp2_approx(fmaf(s[mt][nt][2 * h], c, -m_c));
                 const float p1 = exp2_approx(fmaf(s[mt][nt][2 * h + 1], c, -m_c));
                 sum += p0 + p1;
-                pk[mt][nt][h] = pack_bf16x2(p0, p1);
+                pk[mt][nt][h] = bf16x2_bits(__floats2bfloat162_rn(p0, p1));
             }
             l_run[mt][h] = fmaf(l_run[mt][h], alpha, sum);
 #pragma unroll
@@ -306,7 +306,7 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
     const size_t bh = (size_t)blockIdx.x * seq * D;
     const __nv_bfloat16 *q = p.q + bh, *k = p.k + bh, *v = p.v + bh;
 
-    /* Causal bounds (mma-attention-facts.md section 7), forward order n = 0, 1, ...
+    /* Causal bounds, key tiles in forward order n = 0, 1, ...
      *   block: key tiles 0 .. n_end-1 reach its last row; none past that is ever loaded;
      *   warp:  tiles 0 .. w_n_full-1 lie wholly at or below its first row and inside seq (no
      *          mask), w_n_full .. w_n_end-1 cross its diagonal or seq (masked), the rest up to
@@ -318,7 +318,8 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
     const int w_n_end  = w_row0 < seq ? min(n_tiles, (w_row0 + R - 1) / BN + 1) : 0;
     const int w_n_full = min(w_n_end, min((w_row0 + 1) / BN, seq / BN));
 
-    /* ldmatrix lane addresses (mma-attention-facts.md section 3).
+    /* ldmatrix lane addresses: lanes 8i..8i+7 give the row addresses of 8x8 matrix i, and the
+     * four matrices of an .x4 are the mma fragment's registers in order (PTX ISA, ldmatrix), so
      *   Q (A operand) and V (.trans B operand): lane gives row (lane & 15), chunk 2kk + lane/16;
      *   K (B operand): row (lane & 7) + 8*(lane/16), chunk 2kk + (lane/8 & 1).
      * The 8 rows of one 8x8 matrix all have row & 7 == lane & 7, so the swizzled chunk is
@@ -397,7 +398,8 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
 #pragma unroll
             for (int dt = 0; dt < DT; ++dt)
                 st_shared_b32(sQ + swizzle_off(r, dt, D) + 4 * t,
-                              pack_bf16x2(o[mt][dt][2 * h] * inv, o[mt][dt][2 * h + 1] * inv));
+                              bf16x2_bits(__floats2bfloat162_rn(o[mt][dt][2 * h] * inv,
+                                                                o[mt][dt][2 * h + 1] * inv)));
         }
     __syncwarp();
     constexpr int CHUNKS = D / 8;
@@ -507,7 +509,7 @@ static void flash_forward(attn_problem *p)
     fp.v = (const __nv_bfloat16 *)p->v;
     fp.o = (__nv_bfloat16 *)p->o;
     fp.seq = s->seq;
-    fp.scale_log2 = p->scale * LOG2E;
+    fp.scale_log2 = p->scale * CUDART_L2E_F;
     const int bm = block_m_for(s->head_dim);
     const dim3 grid((unsigned)(s->batch * s->heads), (unsigned)((s->seq + bm - 1) / bm));
     const size_t smem = smem_for(s->head_dim);
