@@ -12,8 +12,8 @@
  *
  * Sources: PTX ISA 9.x, "Warp-level matrix instructions: mma" (fragment layouts of m16n8k16,
  * section 9.7.14.5.8), "ldmatrix" (9.7.14.5.15), "cp.async", "ex2". The lane -> address
- * formulas for Q, K and V tiles are written out in 04_efficient/efficient.cu and 05_flash/flash.cu. Available on sm_80 and newer (Ampere, Ada, Hopper): the same
- * instructions FlashAttention-2 uses on the H100/H200.
+ * formulas for Q, K and V tiles are written out in sm80/attn_tiles.cuh. Available on sm_80 and
+ * newer (Ampere, Ada, Hopper): the same instructions FlashAttention-2 uses on the H100/H200.
  *
  * Shared-memory addresses are 32-bit offsets in the shared window (smem_addr below), as PTX's
  * .shared state space wants them.
