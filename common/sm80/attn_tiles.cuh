@@ -297,7 +297,8 @@ static __device__ __forceinline__ void store_o_rows(uint32_t sO, __nv_bfloat16 *
         const int idx = i * 32 + lane;
         const int r = warp * R + idx / CHUNKS, ch = idx % CHUNKS;
         if (m0 + r < seq)
-            *(uint4 *)(out + (size_t)(m0 + r) * D + ch * 8) = ld_shared_v4(sO + swizzle_off(r, ch, D));
+            *(uint4 *)(out + (size_t)(m0 + r) * D + ch * 8) =
+                *(const uint4 *)__cvta_shared_to_generic(sO + swizzle_off(r, ch, D));
     }
 }
 
