@@ -44,6 +44,7 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <math_constants.h>
 
 #include "check.h"
 #include "sm80/online_softmax.cuh"
@@ -201,7 +202,7 @@ __global__ void softmax_rows_f32_kernel(float *p, const float *s, size_t rows, i
             float v[VEC];
             load_f32<VEC>(x + c, v);
 #pragma unroll
-            for (int i = 0; i < VEC; i++) v[i] = exp2f(fmaf(v[i], ATTN_LOG2E_F, -m)) * inv;
+            for (int i = 0; i < VEC; i++) v[i] = exp2f(fmaf(v[i], CUDART_L2E_F, -m)) * inv;
             if (VEC == 4)
                 *(float4 *)(y + c) = make_float4(v[0], v[1], v[2], v[3]);
             else

@@ -8,48 +8,56 @@
  *   Milakov & Gimelshein 2018, "Online normalizer calculation for softmax";
  *   Dao et al. 2022, "FlashAttention"; Dao 2023, "FlashAttention-2" (the work split below).
  *
- * Work split (FlashAttention-2): 4 warps, each owns BLOCK_M/4 query rows (32 at BLOCK_M = 128,
- * i.e. two m16 tiles), all the keys of the tile and all head_dim columns of O, so a row's max and
- * sum never leave its warp: the 4 lanes of a quad hold a row, two shuffles reduce it.
+ * Work split: 4 warps, each owns BLOCK_M/4 query rows (32 at BLOCK_M = 128, i.e. two m16 tiles),
+ * all the keys of the tile and all head_dim columns of O, so a row's max and sum never leave its
+ * warp: the 4 lanes of a quad hold a row, two shuffles reduce it.
  *
  * Per key tile, per warp (flash_key_tile below, the steps named as in README.md):
  *   S = Q.K^T        mma.sync m16n8k16 bf16 -> f32; Q from registers (d64) or by ldmatrix.x4
  *                    from shared memory (d128), K by ldmatrix.x4
  *   mask             only on tiles that cross the diagonal or the end of the sequence
  *   online softmax   m_new, alpha = 2^((m_old - m_new)*c), P = 2^(S*c - m_new*c), l = alpha*l + sum P,
- *                    O *= alpha, with c = scale*log2(e) folded into one FFMA per element
- *   O += P.V         P re-packed in registers as the A operand (the S accumulator layout is the
- *                    A layout), V by ldmatrix.x4.trans
- * K and V tiles are double-buffered: cp.async brings tile j+1 while tile j is computed. Shared
- * tiles are stored with an XOR swizzle (16-byte chunk c of row r at chunk c ^ (r & 7)) so every
- * ldmatrix and every cp.async is free of bank conflicts. Key tiles past the diagonal are never
- * loaded; warps skip the key tiles that lie wholly past their own last row. The grid launches the
- * heaviest query tiles (last rows, most key tiles) first.
+ *                    O *= alpha, with c = scale*log2(e) folded into one FFMA per element;
+ *                    O += P.V, P re-packed in registers as the A operand (the S accumulator layout
+ *                    is the A layout), V by ldmatrix.x4.trans
+ * K and V are double-buffered, two shared buffers each: cp.async brings the next
+ * tile while the current one is computed. Shared tiles are stored with an XOR swizzle (16-byte
+ * chunk c of row r at chunk c ^ (r & 7)) so every ldmatrix and every cp.async is free of bank
+ * conflicts. Key tiles past the diagonal are never loaded; warps skip the key tiles that lie
+ * wholly past their own last row. The grid launches the heaviest query
+ * tiles (last rows, most key tiles) first. The tile machinery (loads, swizzle, the two matrix
+ * products, mask, epilogue) is common/sm80/attn_tiles.cuh, shared with 04_efficient.
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128, any seq >= 1
  * (rows past seq are zero-filled on load and never stored). One launch per forward, no extra
  * device memory.
  *
- * Kernel names: flash_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_sm80: bf16 in and out,
- * causal mask, BLOCK_M query rows x BLOCK_N keys per tile, the head_dim it is compiled for, and
- * sm80 for the instruction set (mma.sync, ldmatrix, cp.async: sm_80 and newer, the H200 too).
+ * Kernel names: flash_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_sm80: FlashAttention,
+ * forward, bf16 in and out, causal mask, BLOCK_M query rows x BLOCK_N keys per tile, the
+ * head_dim it is compiled for, and sm80 for the instruction set (mma.sync, ldmatrix,
+ * cp.async: sm_80 and newer, the H200 too).
  *
- * Tuning knobs (compile-time, for experiments; the defaults are what the chapter measures):
+ * Tile shapes (compile-time knobs; the defaults are what the chapter measures), per head_dim:
  *   FLASH_D64_BLOCK_M, FLASH_D64_BLOCK_N, FLASH_D64_Q_IN_REGS, FLASH_D64_MIN_BLOCKS and the same
  *   for D128 but Q_IN_REGS (Q stays in shared memory at d128); e.g.
  *   make 05_flash NVCC="/usr/local/cuda/bin/nvcc -DFLASH_D64_BLOCK_N=128 -DFLASH_D64_Q_IN_REGS=0".
  *   The Makefile's flags stamp includes $(NVCC), so a changed -D recompiles by itself.
+ *   04_efficient's tile shape (64x64, 16 rows per warp) isolates the one sweep:
+ *   -DFLASH_D64_BLOCK_M=64 -DFLASH_D64_MIN_BLOCKS=3 -DFLASH_D128_BLOCK_M=64 -DFLASH_D128_BLOCK_N=64
+ *   -DFLASH_D128_MIN_BLOCKS=3 (d64 at 04's 4 blocks per SM would cap it at 128 registers, which
+ *   spills on sm_90; d128 keeps Q in shared memory).
  *   FLASH_POISON_SMEM fills shared memory with bf16 NaN first, so a missing zero-fill shows.
  */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <math.h>
+#include <math_constants.h>   /* CUDART_L2E(_F) = log2(e) */
 #include <stdint.h>
 #include <stdio.h>
 
 #include "harness.h"
 #include "check.h"
-#include "sm80/mma_sm80.cuh"
+#include "sm80/attn_tiles.cuh"
 
 #ifndef FLASH_D64_BLOCK_M
 #define FLASH_D64_BLOCK_M 128
@@ -78,9 +86,6 @@
 #define FLASH_D128_MIN_BLOCKS 2
 #endif
 
-#define FLASH_WARPS   4
-#define FLASH_THREADS (32 * FLASH_WARPS)
-#define LOG2E         1.4426950408889634f
 
 /* Kernel arguments. Pointers are the bf16 tensors [batch, heads, seq, head_dim]. */
 typedef struct {
@@ -93,47 +98,71 @@ typedef struct {
 /* Shared-memory bytes of one block: Q tile (reused for the O tile at the end) + 2 K + 2 V tiles. */
 #define FLASH_SMEM_BYTES(D, BM, BN) ((size_t)((BM) + 4 * (BN)) * (D) * 2)
 
-/* Byte offset of 16-byte chunk c of row r in a swizzled tile with rows of D bf16. */
-static __device__ __forceinline__ uint32_t swizzle_off(int r, int c, int D)
-{
-    return (uint32_t)(r * D * 2 + ((c ^ (r & 7)) << 4));
-}
+/* ---- the online softmax (the idea of this stage) ------------------------------------------------ */
 
-/* Start the copy of ROWS rows (row0 ...) of one [seq, D] matrix into a swizzled shared tile.
- * All 128 threads take part: thread i copies 16-byte chunk i % (D/8) of rows i / (D/8) + k *
- * (128 / (D/8)), so 8 neighbouring lanes read 128 contiguous bytes of global memory and write
- * 8 different bank groups of shared memory. Rows >= seq are zero-filled (src_bytes 0, the source
- * address clamped to row 0), so padded keys give S = 0 (then masked) and padded values V = 0. */
-template <int D, int ROWS>
-static __device__ __forceinline__ void load_tile_async(uint32_t s_tile, const __nv_bfloat16 *g,
-                                                       int row0, int seq)
+/* The online softmax, one key tile of S for this warp's rows (fragment notation:
+ * common/sm80/attn_tiles.cuh). m_run[mt][h] is the running max of row 16mt + g + 8h in raw Q.K
+ * units (the same in the 4 lanes of the quad), l_run[mt][h] this lane's part of the row sum
+ * (quad-reduced at the end). m_new = max(m_old, rowmax S); P = 2^(S*c - m_new*c) as bf16 pairs
+ * pk (S's floats are dead before P.V starts); alpha = 2^((m_old - m_new)*c) rescales what was
+ * accumulated on the old max: l = alpha*l + rowsum P and O *= alpha, so that O += P.V then adds
+ * the new tile on the new scale. c = scale * log2(e). */
+template <int MT, int NT, int DT>
+static __device__ __forceinline__ void online_softmax(float (&o)[MT][DT][4], float (&m_run)[MT][2],
+                                                      float (&l_run)[MT][2], const float (&s)[MT][NT][4],
+                                                      uint32_t (&pk)[MT][NT][2], float c)
 {
-    constexpr int CHUNKS = D / 8;
-    constexpr int ROWS_PER_PASS = FLASH_THREADS / CHUNKS;   /* 16 (d64) or 8 (d128) */
-    static_assert(ROWS % ROWS_PER_PASS == 0, "tile rows must be a multiple of a pass");
-    static_assert(ROWS_PER_PASS % 8 == 0, "a pass must keep row & 7, hence the swizzle, fixed");
-    const int c = threadIdx.x % CHUNKS;
-    const int r = threadIdx.x / CHUNKS;
-    const uint32_t dst = s_tile + swizzle_off(r, c, D);
 #pragma unroll
-    for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
-        const int row = row0 + r + i * ROWS_PER_PASS;
-        const bool inside = row < seq;
-        cp_async_16(dst + i * ROWS_PER_PASS * D * 2, g + (inside ? row : 0) * D + c * 8,
-                    inside ? 16 : 0);
-    }
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float m_new = quad_max(row_max(s, mt, h, m_run[mt][h]));
+            /* A row that has seen only masked keys keeps m = -inf; use 0 so that -inf - -inf
+             * never happens (alpha and P are then exactly 0). */
+            const float m_use = m_new == -INFINITY ? 0.f : m_new;
+            const float alpha = exp2_approx((m_run[mt][h] - m_use) * c);
+            const float m_c   = m_use * c;
+            m_run[mt][h] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+                const float p0 = exp2_approx(fmaf(s[mt][nt][2 * h], c, -m_c));
+                const float p1 = exp2_approx(fmaf(s[mt][nt][2 * h + 1], c, -m_c));
+                sum += p0 + p1;
+                pk[mt][nt][h] = bf16x2_bits(__floats2bfloat162_rn(p0, p1));
+            }
+            l_run[mt][h] = fmaf(l_run[mt][h], alpha, sum);
+#pragma unroll
+            for (int dt = 0; dt < DT; ++dt) {
+                o[mt][dt][2 * h]     *= alpha;
+                o[mt][dt][2 * h + 1] *= alpha;
+            }
+        }
 }
 
-/* Tile sizes of one kernel instance, derived from head_dim D, BLOCK_M = BM and BLOCK_N = BN. */
-#define FLASH_TILE_CONSTANTS(D, BM, BN)                                                           \
-    constexpr int R  = (BM) / FLASH_WARPS;  /* query rows per warp */                             \
-    constexpr int MT = R / 16;              /* m16 tiles per warp */                              \
-    constexpr int NT = (BN) / 8;            /* n8 tiles of S per m16 tile */                      \
-    constexpr int KD = (D) / 16;            /* k16 steps of Q.K^T */                              \
-    constexpr int DT = (D) / 8;             /* n8 tiles of O */                                   \
-    constexpr int KS = (BN) / 16;           /* k16 steps of P.V */                                \
-    constexpr int ROW_BYTES = (D) * 2;      /* one row of a shared tile */                        \
-    (void)R; (void)MT; (void)NT; (void)KD; (void)DT; (void)KS; (void)ROW_BYTES
+/* One key tile for one warp: S = Q.K^T, the mask (if mask: the tile crosses this warp's
+ * diagonal or the end of the sequence; warp-uniform), the online softmax, O += P.V. q_lane,
+ * k_lane, v_lane are this lane's ldmatrix addresses (k_lane, v_lane in this tile's buffer);
+ * row_g = the global row of (mt 0, h 0); key0 = the tile's first key. */
+template <int D, int BM, int BN, bool Q_IN_REGS>
+static __device__ __forceinline__ void flash_key_tile(
+    float (&o)[BM / ATTN_WARPS / 16][D / 8][4], float (&m_run)[BM / ATTN_WARPS / 16][2],
+    float (&l_run)[BM / ATTN_WARPS / 16][2],
+    const uint32_t (&qf)[Q_IN_REGS ? BM / ATTN_WARPS / 16 : 1][Q_IN_REGS ? D / 16 : 1][4],
+    uint32_t q_lane, uint32_t k_lane, uint32_t v_lane, bool mask, int row_g, int key0, int seq, int t,
+    float c)
+{
+    constexpr int MT = BM / ATTN_WARPS / 16, NT = BN / 8, DT = D / 8;
+    float s[MT][NT][4];
+    warp_scores<D, MT, NT, Q_IN_REGS>(s, qf, q_lane, k_lane);
+    if (mask)
+        causal_mask<MT, NT>(s, row_g, key0, seq, t);
+    uint32_t pk[MT][NT][2];
+    online_softmax<MT, NT, DT>(o, m_run, l_run, s, pk, c);
+    warp_pv<D, MT, NT>(o, pk, v_lane);
+}
+
+/* ---- the kernel --------------------------------------------------------------------------------- */
 
 /* Top of key-tile iteration n, for all 128 threads of the block: tile n has landed (it is the
  * only copy group in flight) and every warp is done with tile n-1, whose buffers the copies of
@@ -154,147 +183,22 @@ static __device__ __forceinline__ void key_tile_arrive(int n, int n_end, uint32_
     cp_async_commit();                       /* possibly empty: keeps the group count simple */
 }
 
-/* One key tile for one warp: S = Q.K^T, the mask (if mask: the tile crosses this warp's
- * diagonal or the end of the sequence; warp-uniform), the online-softmax update of m_run, l_run
- * and o, and O += P.V. c = scale * log2(e).
- *
- * Fragment bookkeeping, lane = 4g + t (g = lane/4, t = lane%4); the warp owns R rows as MT m16
- * tiles; "row" below is relative to the warp's first row:
- *   s[mt][nt][i]  S element (row 16mt + g + 8(i/2), key 8nt + 2t + i%2) of this key tile
- *   pk[mt][nt][h] P of (row 16mt + g + 8h, keys 8nt + 2t and 8nt + 2t + 1) as a bf16 pair
- *   o[mt][dt][i]  O element (row 16mt + g + 8(i/2), column 8dt + 2t + i%2)
- *   m_run[mt][h]  running max of row 16mt + g + 8h in raw Q.K units (the same in the 4 lanes
- *                 of the quad); l_run[mt][h] this lane's part of the row sum (reduced at the end)
- * q_lane, k_lane, v_lane are this lane's ldmatrix addresses (k_lane, v_lane in this tile's
- * buffer); row_g = the global row of (mt 0, h 0) = warp's first row + g; key0 = first key. */
-template <int D, int BM, int BN, bool Q_IN_REGS>
-static __device__ __forceinline__ void flash_key_tile(
-    float (&o)[BM / FLASH_WARPS / 16][D / 8][4], float (&m_run)[BM / FLASH_WARPS / 16][2],
-    float (&l_run)[BM / FLASH_WARPS / 16][2],
-    const uint32_t (&qf)[Q_IN_REGS ? BM / FLASH_WARPS / 16 : 1][Q_IN_REGS ? D / 16 : 1][4],
-    uint32_t q_lane, uint32_t k_lane, uint32_t v_lane, bool mask, int row_g, int key0, int seq, int t,
-    float c)
-{
-    FLASH_TILE_CONSTANTS(D, BM, BN);
-
-    /* S = Q.K^T: each K fragment (two n8 tiles of keys) feeds all MT m16 tiles of the warp. */
-    float s[MT][NT][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) s[mt][nt][i] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < KD; ++kk) {
-        uint32_t qa[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-            if constexpr (Q_IN_REGS) {
-#pragma unroll
-                for (int i = 0; i < 4; ++i) qa[mt][i] = qf[mt][kk][i];
-            } else {
-                ldmatrix_x4(qa[mt], (q_lane ^ (32u * kk)) + mt * 16 * ROW_BYTES);
-            }
-        }
-#pragma unroll
-        for (int np = 0; np < NT / 2; ++np) {
-            uint32_t kb[4];
-            ldmatrix_x4(kb, (k_lane ^ (32u * kk)) + np * 16 * ROW_BYTES);
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                mma_bf16_16816(s[mt][2 * np], qa[mt], kb[0], kb[1]);
-                mma_bf16_16816(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
-            }
-        }
-    }
-
-    /* Mask by assignment (-inf): key col is visible to row iff col <= row and col < seq,
-     * i.e. iff col - key0 - 2t < min(row + 1, seq) - key0 - 2t =: limit. */
-    if (mask) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int limit = min(row_g + mt * 16 + 8 * h + 1, seq) - key0 - 2 * t;
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (nt * 8 + e >= limit) s[mt][nt][2 * h + e] = -INFINITY;
-            }
-    }
-
-    /* Online softmax, one row (mt, h) at a time; the quad (4 lanes) holds the row. P goes
-     * straight to bf16 pairs, so S's floats are dead before P.V starts. */
-    uint32_t pk[MT][NT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float m_new = m_run[mt][h];
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-                m_new = fmaxf(m_new, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
-            m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));
-            m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));
-            /* A row that has seen only masked keys keeps m = -inf; use 0 so that -inf - -inf
-             * never happens (alpha and P are then exactly 0). */
-            const float m_use = m_new == -INFINITY ? 0.f : m_new;
-            const float alpha = exp2_approx((m_run[mt][h] - m_use) * c);
-            const float m_c   = m_use * c;
-            m_run[mt][h] = m_new;
-            float sum = 0.f;
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-                const float p0 = exp2_approx(fmaf(s[mt][nt][2 * h], c, -m_c));
-                const float p1 = exp2_approx(fmaf(s[mt][nt][2 * h + 1], c, -m_c));
-                sum += p0 + p1;
-                pk[mt][nt][h] = pack_bf16x2(p0, p1);
-            }
-            l_run[mt][h] = fmaf(l_run[mt][h], alpha, sum);
-#pragma unroll
-            for (int dt = 0; dt < DT; ++dt) {
-                o[mt][dt][2 * h]     *= alpha;
-                o[mt][dt][2 * h + 1] *= alpha;
-            }
-        }
-
-    /* O += P.V. The A fragment of keys 16kk..16kk+15 is S/P tiles 2kk and 2kk+1: a0 = (row g,
-     * keys 2t, 2t+1), a1 = (row g+8, same keys), a2, a3 = the same 8 keys further on. */
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-#pragma unroll
-        for (int dp = 0; dp < DT / 2; ++dp) {
-            uint32_t vb[4];
-            ldmatrix_x4_trans(vb, (v_lane ^ (32u * dp)) + kk * 16 * ROW_BYTES);
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                const uint32_t pa[4] = { pk[mt][2 * kk][0], pk[mt][2 * kk][1],
-                                         pk[mt][2 * kk + 1][0], pk[mt][2 * kk + 1][1] };
-                mma_bf16_16816(o[mt][2 * dp], pa, vb[0], vb[1]);
-                mma_bf16_16816(o[mt][2 * dp + 1], pa, vb[2], vb[3]);
-            }
-        }
-    }
-}
-
 /* One block = one query tile of BM rows of one (batch, head); see the file comment.
  * Grid: x = batch*heads, y = query tiles, heaviest (last) tile first. Block: 128 threads.
  * Dynamic shared memory: FLASH_SMEM_BYTES(D, BM, BN). */
 template <int D, int BM, int BN, bool Q_IN_REGS>
 static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
 {
-    FLASH_TILE_CONSTANTS(D, BM, BN);
+    constexpr int R = BM / ATTN_WARPS, MT = R / 16, KD = D / 16, DT = D / 8;
     static_assert(R % 16 == 0 && BN % 16 == 0 && D % 16 == 0, "tile shape");
 
     extern __shared__ __align__(1024) uint4 smem[];
     const uint32_t sQ = smem_addr(smem);                   /* BM rows; the O tile at the end */
-    const uint32_t sK = sQ + BM * ROW_BYTES;               /* 2 buffers of BN rows */
-    const uint32_t sV = sK + 2 * BN * ROW_BYTES;           /* 2 buffers of BN rows */
+    const uint32_t sK = sQ + BM * D * 2;                   /* 2 buffers of BN rows */
+    const uint32_t sV = sK + 2 * BN * D * 2;               /* 2 buffers of BN rows */
 
 #ifdef FLASH_POISON_SMEM
-    for (int i = threadIdx.x; i < (int)(FLASH_SMEM_BYTES(D, BM, BN) / 4); i += FLASH_THREADS)
+    for (int i = threadIdx.x; i < (int)(FLASH_SMEM_BYTES(D, BM, BN) / 4); i += ATTN_THREADS)
         st_shared_b32(sQ + 4 * i, 0xFFFFFFFFu);
     __syncthreads();
 #endif
@@ -305,34 +209,8 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
     const int m0 = (int)(gridDim.y - 1 - blockIdx.y) * BM;  /* heaviest query tile first */
     const size_t bh = (size_t)blockIdx.x * seq * D;
     const __nv_bfloat16 *q = p.q + bh, *k = p.k + bh, *v = p.v + bh;
-
-    /* Causal bounds (mma-attention-facts.md section 7), forward order n = 0, 1, ...
-     *   block: key tiles 0 .. n_end-1 reach its last row; none past that is ever loaded;
-     *   warp:  tiles 0 .. w_n_full-1 lie wholly at or below its first row and inside seq (no
-     *          mask), w_n_full .. w_n_end-1 cross its diagonal or seq (masked), the rest up to
-     *          n_end lie wholly past its last row: the warp only helps load them. A warp whose
-     *          rows are all >= seq computes nothing. */
-    const int n_tiles  = (seq + BN - 1) / BN;
-    const int n_end    = min(n_tiles, (m0 + BM - 1) / BN + 1);
-    const int w_row0   = m0 + warp * R;
-    const int w_n_end  = w_row0 < seq ? min(n_tiles, (w_row0 + R - 1) / BN + 1) : 0;
-    const int w_n_full = min(w_n_end, min((w_row0 + 1) / BN, seq / BN));
-
-    /* ldmatrix lane addresses (mma-attention-facts.md section 3).
-     *   Q (A operand) and V (.trans B operand): lane gives row (lane & 15), chunk 2kk + lane/16;
-     *   K (B operand): row (lane & 7) + 8*(lane/16), chunk 2kk + (lane/8 & 1).
-     * The 8 rows of one 8x8 matrix all have row & 7 == lane & 7, so the swizzled chunk is
-     * (2kk + b) ^ (lane & 7) = 2kk ^ y with y = b ^ (lane & 7), i.e. byte (16y) ^ (32kk) in the
-     * row. Rows start on 128-byte (d64) or 256-byte (d128) boundaries and 32kk < 2*D, so
-     *   address(kk) = (row start + 16y) ^ (32kk):
-     * one XOR with an immediate per k-step on one base register, the other offsets (m16 tile,
-     * n16 pair, k16 step of V) being immediates of the ldmatrix. Needs each tile to start on a
-     * 256-byte boundary: checked below. */
-    const uint32_t y_a = (uint32_t)(((lane >> 4) ^ (lane & 7)) << 4);
-    const uint32_t y_k = (uint32_t)((((lane >> 3) & 1) ^ (lane & 7)) << 4);
-    const uint32_t q_lane = sQ + (warp * R + (lane & 15)) * ROW_BYTES + y_a;
-    const uint32_t k_lane = sK + ((lane & 7) + ((lane >> 4) << 3)) * ROW_BYTES + y_k;
-    const uint32_t v_lane = sV + (lane & 15) * ROW_BYTES + y_a;
+    const causal_tiles ct = causal_tile_bounds<BM, BN, R>(m0, warp, seq);
+    const lane_addrs la = ldmatrix_lane_addrs<D, R>(sQ, sK, sV);
     if (sQ & 255u) __trap();                 /* dynamic shared memory not 256-byte aligned */
 
     /* Prologue: Q tile (group 1), K and V tile 0 (group 2). */
@@ -354,60 +232,40 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
         for (int h = 0; h < 2; ++h) { m_run[mt][h] = -INFINITY; l_run[mt][h] = 0.f; }
     }
 
-    /* Q kept in registers for the whole sweep: this warp's rows, as MT x KD A fragments. */
+    /* Q kept in registers for the whole sweep (Q_IN_REGS), else re-read from the Q tile. */
     uint32_t qf[Q_IN_REGS ? MT : 1][Q_IN_REGS ? KD : 1][4];
     if constexpr (Q_IN_REGS) {
         cp_async_wait<1>();                  /* this thread's Q copies have landed ... */
         __syncthreads();                     /* ... and everybody's */
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int kk = 0; kk < KD; ++kk)
-                ldmatrix_x4(qf[mt][kk], (q_lane ^ (32u * kk)) + mt * 16 * ROW_BYTES);
+        load_q_fragments<D, MT>(qf, la.q);
     } else {
         qf[0][0][0] = qf[0][0][1] = qf[0][0][2] = qf[0][0][3] = 0u;   /* unused */
     }
 
-    /* The sweep. All warps run the same loop, so all meet at the same barrier instruction
-     * (bar.sync is .aligned: every thread of the block must execute the very same one); a warp
-     * computes only the tiles up to its own last row and just helps load the rest. */
-    const int row_g = w_row0 + g;
-    for (int n = 0; n < n_end; ++n) {
-        key_tile_arrive<D, BN>(n, n_end, sK, sV, k, v, seq);
-        if (n < w_n_end) {                   /* warp-uniform */
-            const uint32_t buf = (uint32_t)((n & 1) * BN * ROW_BYTES);
-            flash_key_tile<D, BM, BN, Q_IN_REGS>(o, m_run, l_run, qf, q_lane, k_lane + buf,
-                                                 v_lane + buf, n >= w_n_full, row_g, n * BN, seq,
-                                                 t, p.scale_log2);
+    /* The sweep: keys 0 -> diagonal, once. All warps run the same loop, so all meet at the same
+     * barrier instruction (bar.sync is .aligned: every thread of the block must execute the very
+     * same one); a warp computes only the tiles up to its own last row and just helps load the
+     * rest. */
+    const int row_g = m0 + warp * R + g;            /* the global row of (mt 0, h 0) */
+    for (int n = 0; n < ct.n_end; ++n) {
+        key_tile_arrive<D, BN>(n, ct.n_end, sK, sV, k, v, seq);
+        if (n < ct.w_n_end) {                /* warp-uniform */
+            const uint32_t buf = (uint32_t)((n & 1) * BN * D * 2);
+            flash_key_tile<D, BM, BN, Q_IN_REGS>(o, m_run, l_run, qf, la.q, la.k + buf, la.v + buf,
+                                                 n >= ct.w_n_full, row_g, n * BN, seq, t, p.scale_log2);
         }
     }
 
-    /* Epilogue: O /= l (a row that saw no key keeps O = 0), to bf16, through this warp's own
-     * rows of the Q tile (no other warp reads them) to 16-byte coalesced global stores. */
-    __syncwarp();
+    /* Epilogue: O /= l (a row that saw no key keeps O = 0), to bf16, to global memory. */
+    __syncwarp();                            /* every lane is done with this warp's Q rows */
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            float l = l_run[mt][h];
-            l += __shfl_xor_sync(0xffffffffu, l, 1);
-            l += __shfl_xor_sync(0xffffffffu, l, 2);
-            const float inv = l > 0.f ? 1.f / l : 1.f;
-            const int r = warp * R + mt * 16 + g + 8 * h;     /* row in the tile; r & 7 == g */
-#pragma unroll
-            for (int dt = 0; dt < DT; ++dt)
-                st_shared_b32(sQ + swizzle_off(r, dt, D) + 4 * t,
-                              pack_bf16x2(o[mt][dt][2 * h] * inv, o[mt][dt][2 * h + 1] * inv));
+            const float l = quad_sum(l_run[mt][h]);
+            stage_o_row<D, MT>(o, mt, h, l > 0.f ? 1.f / l : 1.f, sQ, warp, lane);
         }
-    __syncwarp();
-    constexpr int CHUNKS = D / 8;
-#pragma unroll
-    for (int i = 0; i < R * CHUNKS / 32; ++i) {
-        const int idx = i * 32 + lane;
-        const int r = warp * R + idx / CHUNKS, ch = idx % CHUNKS;
-        if (m0 + r < seq)
-            *(uint4 *)(p.o + bh + (size_t)(m0 + r) * D + ch * 8) = ld_shared_v4(sQ + swizzle_off(r, ch, D));
-    }
+    store_o_rows<D, R>(sQ, p.o + bh, m0, seq, warp, lane);
 }
 
 /* The two kernels, one per head_dim, named after their tile shape (see the file comment). */
@@ -416,13 +274,13 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
 #define FLASH_D64_KERNEL  FLASH_KERNEL_NAME(FLASH_D64_BLOCK_M, FLASH_D64_BLOCK_N, 64)
 #define FLASH_D128_KERNEL FLASH_KERNEL_NAME(FLASH_D128_BLOCK_M, FLASH_D128_BLOCK_N, 128)
 
-__global__ void __launch_bounds__(FLASH_THREADS, FLASH_D64_MIN_BLOCKS)
+__global__ void __launch_bounds__(ATTN_THREADS, FLASH_D64_MIN_BLOCKS)
 FLASH_D64_KERNEL(const flash_params p)
 {
     flash_fwd_tile<64, FLASH_D64_BLOCK_M, FLASH_D64_BLOCK_N, (FLASH_D64_Q_IN_REGS != 0)>(p);
 }
 
-__global__ void __launch_bounds__(FLASH_THREADS, FLASH_D128_MIN_BLOCKS)
+__global__ void __launch_bounds__(ATTN_THREADS, FLASH_D128_MIN_BLOCKS)
 FLASH_D128_KERNEL(const flash_params p)
 {
     flash_fwd_tile<128, FLASH_D128_BLOCK_M, FLASH_D128_BLOCK_N, false>(p);
@@ -507,16 +365,16 @@ static void flash_forward(attn_problem *p)
     fp.v = (const __nv_bfloat16 *)p->v;
     fp.o = (__nv_bfloat16 *)p->o;
     fp.seq = s->seq;
-    fp.scale_log2 = p->scale * LOG2E;
+    fp.scale_log2 = p->scale * CUDART_L2E_F;
     const int bm = block_m_for(s->head_dim);
     const dim3 grid((unsigned)(s->batch * s->heads), (unsigned)((s->seq + bm - 1) / bm));
     const size_t smem = smem_for(s->head_dim);
 
     prof_range_push("_flash_attention_forward");   /* as ATen names the op that launches FA2 */
     if (s->head_dim == 64)
-        FLASH_D64_KERNEL<<<grid, FLASH_THREADS, smem, p->stream>>>(fp);
+        FLASH_D64_KERNEL<<<grid, ATTN_THREADS, smem, p->stream>>>(fp);
     else
-        FLASH_D128_KERNEL<<<grid, FLASH_THREADS, smem, p->stream>>>(fp);
+        FLASH_D128_KERNEL<<<grid, ATTN_THREADS, smem, p->stream>>>(fp);
     CUDA_CHECK_LAUNCH();
     prof_range_pop();
 }

@@ -57,6 +57,7 @@
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <math.h>
+#include <math_constants.h>   /* CUDART_L2E_F = log2(e) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +65,7 @@
 
 #include "harness.h"
 #include "check.h"
-#include "sm80/mma_sm80.cuh"   /* smem_addr, pack_bf16x2, exp2_approx, st_shared_b32, ld_shared_v4 */
+#include "sm80/mma_sm80.cuh"   /* smem_addr, bf16x2_bits, exp2_approx, st_shared_b32, ld_shared_v4 */
 #include "sm90/mbarrier.cuh"
 #include "sm90/setmaxnreg.cuh"
 #include "sm90/tma.cuh"
@@ -72,7 +73,6 @@
 
 #define H3_BLOCK_N     128                    /* keys per key tile */
 #define H3_STAGES      2                      /* K/V tiles in flight */
-#define LOG2E          1.4426950408889634f
 
 /* Tuning knobs per head_dim (compile-time, for experiments; the defaults are what the chapter
  * measures), e.g. make 07_hopper NVCC="/usr/local/cuda/bin/nvcc -DH3_D64_OVERLAP=1"
@@ -323,7 +323,8 @@ static __device__ __forceinline__ void pack_p(const float (&sacc)[BN / 2], uint3
 #pragma unroll
     for (int k = 0; k < BN / 16; ++k)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) pk[k][i] = pack_bf16x2(sacc[8 * k + 2 * i], sacc[8 * k + 2 * i + 1]);
+        for (int i = 0; i < 4; ++i)
+            pk[k][i] = bf16x2_bits(__floats2bfloat162_rn(sacc[8 * k + 2 * i], sacc[8 * k + 2 * i + 1]));
 }
 
 /* O *= alpha, row by row. */
@@ -534,9 +535,10 @@ static __device__ __forceinline__ void flash3_consumer(const flash3_params &p, c
         const float inv = l > 0.f ? 1.f / l : 1.f;
         const uint32_t row_addr = sQ + (uint32_t)(r_base + 8 * h) * 128u;
 #pragma unroll
-        for (int jj = 0; jj < D / 8; ++jj)
-            st_shared_b32(row_addr + (uint32_t)((jj / 8) * BM * 128 + (((jj % 8) ^ g) << 4) + 4 * t),
-                          pack_bf16x2(o[4 * jj + 2 * h] * inv, o[4 * jj + 2 * h + 1] * inv));
+        for (int j = 0; j < D / 8; ++j)
+            st_shared_b32(row_addr + (uint32_t)((j / 8) * BM * 128 + (((j % 8) ^ g) << 4) + 4 * t),
+                          bf16x2_bits(__floats2bfloat162_rn(o[4 * j + 2 * h] * inv,
+                                                            o[4 * j + 2 * h + 1] * inv)));
     }
     named_barrier_sync(1 + cwg, 128);         /* this warpgroup's rows are complete */
     constexpr int CHUNKS = D / 8;             /* 16-byte chunks per row */
@@ -819,7 +821,7 @@ static void flash3_forward(attn_problem *p)
     fp.v_map = st->v_map;
     fp.o = (__nv_bfloat16 *)p->o;
     fp.seq = s->seq;
-    fp.scale_log2 = p->scale * LOG2E;
+    fp.scale_log2 = p->scale * CUDART_L2E_F;
     const int bm = block_m_for(s->head_dim);
     fp.bh_count = s->batch * s->heads;
     fp.q_tiles = (s->seq + bm - 1) / bm;

@@ -12,6 +12,7 @@
 #include <cublas_api.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <math_constants.h>
 
 #include "check.h"
 #include "sm80/online_softmax.cuh"
@@ -170,8 +171,8 @@ void eager_bmm_plan(eager_bmm *g, eager_blas *blas, int batch, int m, int n, int
      * (nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT, ...) report workspaceSize 4, and cuBLAS
      * memsets those 4 bytes before every call: one more GPU activity per step (PyTorch's 7 where
      * the blog's A100 shows 6). P·V's first candidate needs 0. Asking for algorithms with a
-     * workspace limit of 0 removes the memset and leaves the time unchanged (708.2 µs per forward
-     * without it, the default, vs 707.2 µs with ATTN_GEMM_WORKSPACE=1, at 8x16x1024x64). So:
+     * workspace limit of 0 removes the memset and leaves the time unchanged (01_naive/README.md
+     * has the times with and without it). So:
      * limit 0 first; a workspace of up to EAGER_GEMM_WORKSPACE_BYTES only if no algorithm runs
      * without one (the fallback) or with ATTN_GEMM_WORKSPACE=1, which brings the memset back on
      * purpose. */
@@ -382,11 +383,11 @@ __global__ void softmax_rows_bf16_kernel(__nv_bfloat16 *p, const __nv_bfloat16 *
                 __nv_bfloat162 *h = (__nv_bfloat162 *)&out;
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    h[i] = __floats2bfloat162_rn(exp2f(fmaf(v[2 * i], ATTN_LOG2E_F, -m)) * inv,
-                                                 exp2f(fmaf(v[2 * i + 1], ATTN_LOG2E_F, -m)) * inv);
+                    h[i] = __floats2bfloat162_rn(exp2f(fmaf(v[2 * i], CUDART_L2E_F, -m)) * inv,
+                                                 exp2f(fmaf(v[2 * i + 1], CUDART_L2E_F, -m)) * inv);
                 *(uint4 *)(y + c) = out;
             } else {
-                y[c] = __float2bfloat16_rn(exp2f(fmaf(v[0], ATTN_LOG2E_F, -m)) * inv);
+                y[c] = __float2bfloat16_rn(exp2f(fmaf(v[0], CUDART_L2E_F, -m)) * inv);
             }
         }
     }

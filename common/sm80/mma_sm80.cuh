@@ -1,18 +1,19 @@
-/* mma_sm80.cuh: the six sm_80 instructions the tensor-core stages (04_efficient, 05_flash) are
- * built from, as inline PTX.
+/* mma_sm80.cuh: the sm_80 instructions the tensor-core stages (04_efficient, 05_flash) are
+ * built from, as inline PTX where CUDA C has no intrinsic for them.
  *
  *   cp.async.cg (16 B, zero-fill)   global -> shared without passing through registers
  *   cp.async.commit_group / wait    group the copies, wait for them
  *   ldmatrix .x4 (and .trans)       four 8x8 bf16 matrices from shared memory into mma fragments
  *   mma.sync m16n8k16 bf16 -> f32   one warp-wide 16x8x16 tensor-core product
- *   cvt.rn.bf16x2.f32               two floats -> one register of two bf16 (the A operand of P.V)
  *   ex2.approx.ftz.f32              2^x on the special-function unit
- * plus a plain 32-bit shared store and 16-byte shared load by .shared address (the epilogue).
+ * plus a plain 32-bit shared store and 16-byte shared load by .shared address (the epilogue), and
+ * bf16x2_bits: a bf16 pair from CUDA's __floats2bfloat162_rn (cvt.rn.bf16x2.f32) as the 32-bit
+ * register the mma A operand of P.V and the epilogue's stores take.
  *
  * Sources: PTX ISA 9.x, "Warp-level matrix instructions: mma" (fragment layouts of m16n8k16,
- * section 9.7.14.5.8), "ldmatrix" (9.7.14.5.15), "cp.async", "cvt", "ex2". The lane -> address
- * formulas for Q, K and V tiles are written out in 04_efficient/efficient.cu and 05_flash/flash.cu. Available on sm_80 and newer (Ampere, Ada, Hopper): the same
- * instructions FlashAttention-2 uses on the H100/H200.
+ * section 9.7.14.5.8), "ldmatrix" (9.7.14.5.15), "cp.async", "ex2". The lane -> address
+ * formulas for Q, K and V tiles are written out in sm80/attn_tiles.cuh. Available on sm_80 and
+ * newer (Ampere, Ada, Hopper): the same instructions FlashAttention-2 uses on the H100/H200.
  *
  * Shared-memory addresses are 32-bit offsets in the shared window (smem_addr below), as PTX's
  * .shared state space wants them.
@@ -20,7 +21,9 @@
 #ifndef ATTN_MMA_SM80_CUH
 #define ATTN_MMA_SM80_CUH
 
+#include <cuda_bf16.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Generic pointer to shared memory -> 32-bit .shared address. */
 static __device__ __forceinline__ uint32_t smem_addr(const void *p)
@@ -83,12 +86,13 @@ static __device__ __forceinline__ void mma_bf16_16816(float d[4], const uint32_t
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* Two floats -> bf16x2, round to nearest even: lo in bits 15:0, hi in bits 31:16 (PTX's cvt
- * puts its first source operand in the upper half, hence the order below). */
-static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
+/* The 32 bits of a bf16 pair (x in bits 15:0, y in bits 31:16), as mma.sync's A operand and a
+ * 32-bit store take it. The pair itself comes from CUDA: __floats2bfloat162_rn(lo, hi) rounds two
+ * floats to nearest even (one cvt.rn.bf16x2.f32 on sm_80+). */
+static __device__ __forceinline__ uint32_t bf16x2_bits(__nv_bfloat162 v)
 {
     uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    memcpy(&r, &v, sizeof r);
     return r;
 }
 

@@ -17,8 +17,7 @@
 #define ATTN_ONLINE_SOFTMAX_CUH
 
 #include <math.h>
-
-#define ATTN_LOG2E_F 1.4426950408889634f
+#include <math_constants.h>   /* CUDART_L2E_F = log2(e) */
 
 template <int VEC>
 static __device__ __forceinline__ void online_max_sum_update(float *m, float *l, const float v[VEC])
@@ -26,7 +25,7 @@ static __device__ __forceinline__ void online_max_sum_update(float *m, float *l,
     float x[VEC], vmax = -INFINITY;
 #pragma unroll
     for (int i = 0; i < VEC; i++) {
-        x[i] = v[i] * ATTN_LOG2E_F;
+        x[i] = v[i] * CUDART_L2E_F;
         vmax = fmaxf(vmax, x[i]);
     }
     const float mn = fmaxf(*m, vmax);
