@@ -150,8 +150,11 @@ clean:
 # own $ syntax in it is not expanded ($(value)): SHAPE='1x1x1x64;echo hi' is a bad shape.
 # A variable given on make's command line (make sanitize SANITIZE_TIMEOUT=0) reaches the recipe's
 # environment but not $(shell)'s (GNU make 4.3): the preflights get those explicitly, quoted alike.
+# unexport: make would expand a command-line SHAPE to put it in the recipes' environment, running
+# any $(shell ...) in it; the scripts do not read SHAPE from the environment.
+unexport SHAPE
 SHAPE_ARG      = $(if $(strip $(value SHAPE)),--shape '$(subst ','\'',$(value SHAPE))')
-CMDLINE_ENV    = $(foreach v,$(1),$(if $(filter command line,$(origin $(v))),$(v)='$(subst ','\'',$(value $(v)))'))
+CMDLINE_ENV    = $(foreach v,$(1),$(if $(filter command line,$(origin $(v))),$(v)='$(subst ','\'',$($(v)))'))
 SANITIZE_VARS  := SANITIZER SANITIZE_SHAPES SANITIZE_TOOLS SANITIZE_STAGES SANITIZE_LOGS SANITIZER_FLAGS \
                   RACECHECK_EXCLUDE SYNCCHECK_EXCLUDE INITCHECK_EXCLUDE SANITIZE_CUDA_BARRIERS SANITIZE_TIMEOUT
 COMPARE_BAD    = $(shell $(call CMDLINE_ENV,ATTN_SANITIZE) python3 bench/compare.py preflight $(SHAPE_ARG) 2>&1)
