@@ -141,21 +141,37 @@ test: all
 clean:
 	rm -rf $(BUILD) $(addsuffix /run,$(STAGES)) 07_hopper/run_racecheck traces
 
-# GPU only: without a usable CUDA device, make compare and make sanitize stop before running
-# anything, with one line (make's "Makefile:N: *** ...  Stop.") and exit 2. NO_GPU is
-# tests/need_gpu.sh's reason, empty on a GPU machine; expanded only when one of them runs.
-NO_GPU = $(shell bash tests/need_gpu.sh)
+# GPU only. Before running anything, make compare and make sanitize check their input, then the
+# device (bench/compare.py preflight: ATTN_SANITIZE, SHAPE; tests/sanitize.sh --preflight: the
+# SANITIZE_* variables, SANITIZER; both then tests/need_gpu.sh): on a problem they stop with one
+# line (make's "Makefile:N: *** make compare: REASON.  Stop.") and exit 2, bad input reported as
+# such on a machine without a GPU too. Expanded only when one of them runs.
+# SHAPE reaches the shell single-quoted (a ' inside it as '\''), never as shell code, and make's
+# own $ syntax in it is not expanded ($(value)): SHAPE='1x1x1x64;echo hi' is a bad shape.
+# A variable given on make's command line (make sanitize SANITIZE_TIMEOUT=0) reaches the recipe's
+# environment but not $(shell)'s (GNU make 4.3): the preflights get those explicitly, quoted alike.
+# unexport: make would expand a command-line SHAPE to put it in the recipes' environment, running
+# any $(shell ...) in it; the scripts do not read SHAPE from the environment.
+unexport SHAPE
+SHAPE_ARG      = $(if $(strip $(value SHAPE)),--shape '$(subst ','\'',$(value SHAPE))')
+CMDLINE_ENV    = $(foreach v,$(1),$(if $(filter command line,$(origin $(v))),$(v)='$(subst ','\'',$($(v)))'))
+SANITIZE_VARS  := SANITIZER SANITIZE_SHAPES SANITIZE_TOOLS SANITIZE_STAGES SANITIZE_LOGS SANITIZER_FLAGS \
+                  RACECHECK_EXCLUDE SYNCCHECK_EXCLUDE INITCHECK_EXCLUDE SANITIZE_CUDA_BARRIERS SANITIZE_TIMEOUT
+COMPARE_BAD    = $(shell $(call CMDLINE_ENV,ATTN_SANITIZE) python3 bench/compare.py preflight $(SHAPE_ARG) 2>&1)
+SANITIZE_BAD   = $(shell $(call CMDLINE_ENV,$(SANITIZE_VARS)) CUDA_HOME='$(subst ','\'',$(CUDA_HOME))' \
+                   bash tests/sanitize.sh --preflight 2>&1)
 
 # make compare [SHAPE=BxHxSxD]: every stage at one shape (default the blog's 8x16x1024x64), one
 # table "at a glance"; also traces/compare.md and traces/compare.svg (bench/compare.py). GPU only.
+# The recipe is the script alone: make's status follows its exit status.
 compare: all
-	$(if $(NO_GPU),$(error make compare: $(NO_GPU)))
-	python3 bench/compare.py run $(if $(SHAPE),--shape $(SHAPE))
+	$(if $(COMPARE_BAD),$(error make compare: $(COMPARE_BAD)))
+	python3 bench/compare.py run $(SHAPE_ARG)
 
 # make sanitize: compute-sanitizer memcheck, racecheck, synccheck and initcheck on every stage at
 # small odd shapes
 # (tests/sanitize.sh; logs under build/sanitize). Fails on any reported error. GPU only.
 sanitize: all
-	$(if $(NO_GPU),$(error make sanitize: $(NO_GPU)))
+	$(if $(SANITIZE_BAD),$(error make sanitize: $(SANITIZE_BAD)))
 	@$(MAKE) --no-print-directory 07_hopper/run_racecheck
-	CUDA_HOME=$(CUDA_HOME) bash tests/sanitize.sh
+	CUDA_HOME='$(subst ','\'',$(CUDA_HOME))' bash tests/sanitize.sh

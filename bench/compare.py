@@ -3,6 +3,7 @@
 
     bench/compare.py run [--shape BxHxSxD] [--outdir DIR]   (what `make compare` runs; needs a GPU)
     bench/compare.py render SUMMARY_FILE OUTDIR              (renders canned lines; CPU only)
+    bench/compare.py preflight [--shape BxHxSxD]             (make compare's checks, no run)
 
 `run` runs each built stage (./NN_x/run --quiet at the shape, default the blog's 8x16x1024x64),
 keeps the summary lines in OUTDIR/compare_summary.txt, then renders them like `render`: a table
@@ -19,8 +20,13 @@ The summary file holds, one per line (other lines are ignored):
     unsupported stage=NN_x shape=BxHxSxD exit=2 message=ONE LINE      (the stage refused the shape)
     failed stage=NN_x shape=BxHxSxD exit=N message=ONE LINE           (check failed or a call failed)
     notbuilt stage=NN_x message=ONE LINE
-Exit status: 0; 1 when a stage failed; 2 on bad input (a --shape the stages' flags refuse, such
-as 99999999999x1x1x1) or no CUDA device: one line on stderr, nothing written.
+Exit status: 0; 1 when a stage failed; 2 on bad input (a flag argparse refuses, a --shape the
+stages' flags refuse such as 99999999999x1x1x1, ATTN_SANITIZE other than unset, 0 or 1, an OUTDIR
+that cannot be created or written, a SUMMARY_FILE that is not UTF-8 text) or no CUDA device: one
+line on stderr, nothing written; bad input is reported before the device is looked at.
+`preflight` checks what `run` would check before its first stage (ATTN_SANITIZE, the shape, then
+the device) and prints the reason on stdout without the "compare: " prefix, exit 2, or nothing,
+exit 0: make compare puts that line in its one "*** make compare: ..." line.
 Python 3 standard library only.
 """
 import argparse
@@ -32,7 +38,7 @@ import sys
 from xml.sax.saxutils import escape
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)$")
+SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)\Z")
 STAGE_RE = re.compile(r"^[0-9][0-9]_[A-Za-z0-9_]+$")
 BLOG_SHAPE = "8x16x1024x64"
 STAGE_TIMEOUT_S = 600
@@ -40,10 +46,66 @@ STAGE_TIMEOUT_S = 600
 TAIL_KEY = {"idea": "text", "unsupported": "message", "failed": "message", "notbuilt": "message"}
 
 
+PREFLIGHT = False   # `preflight` mode: die() prints the bare reason on stdout (for make)
+
+
 def die(msg, code=2):
-    """One line on stderr, then exit (2: bad input or no device)."""
-    print(f"compare: {msg}", file=sys.stderr, flush=True)
+    """One line on stderr, then exit (2: bad input or no device). Under `preflight` the reason
+    alone on stdout, for make's $(error)."""
+    if PREFLIGHT:
+        print(" ".join(msg.split()), flush=True)
+    else:
+        print(f"compare: {' '.join(msg.split())}", file=sys.stderr, flush=True)
     sys.exit(code)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors on one line ("compare: ...", exit 2) instead of usage + error."""
+
+    def error(self, message):
+        die(f"{message} (bench/compare.py --help)")
+
+
+def check_sanitize_env(prog):
+    """ATTN_SANITIZE must be unset, 0 or 1 (the stages refuse anything else): its own line, before
+    any stage runs, rather than a stage's refusal blamed on the shape. Returns the reason or None."""
+    v = os.environ.get("ATTN_SANITIZE")
+    if v is not None and v not in ("0", "1"):
+        return f"ATTN_SANITIZE={v!r} must be unset, 0 or 1 ({prog} runs the stages, which refuse it)"
+    return None
+
+
+def output_dir_problem(path, what):
+    """Why the directory PATH cannot hold our files, or None: an existing directory must take a new
+    file; a missing one, its nearest existing parent a new directory (a temporary file or
+    directory is created and removed: nothing is left, nothing created before the runs)."""
+    import tempfile
+    if not path:
+        return f"{what} is empty"
+    if "\0" in path:
+        return f"{what} {path!r} holds a NUL byte"
+    try:
+        if os.path.exists(path):
+            if not os.path.isdir(path):
+                return f"{what} {path} is not a directory"
+            try:
+                with tempfile.TemporaryFile(dir=path):
+                    pass
+            except OSError as e:
+                return f"{what} {path}: cannot write there ({e.strerror or e})"
+            return None
+        parent = os.path.dirname(os.path.abspath(path))
+        while not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent):
+            return f"{what} {path}: {parent} is not a directory"
+    except OSError as e:
+        return f"{what} {path}: {e.strerror or e}"
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=parent))
+    except OSError as e:
+        return f"{what} {path}: cannot create a directory in {parent} ({e.strerror or e})"
+    return None
 
 
 # ---- summary lines ---------------------------------------------------------------------------
@@ -121,7 +183,10 @@ def idea_from_help(stage):
 
 def human_bytes(n):
     """Device bytes in binary units: 0, 256 B, 12.0 KiB, 545.0 MiB, 1.29 GiB."""
-    n = int(n)
+    try:
+        n = int(n)
+    except (TypeError, ValueError):
+        return "?"
     if n == 0:
         return "0"
     if n < 1024:
@@ -157,9 +222,10 @@ def traffic(r):
     """DRAM bytes per forward (dram_read + dram_write of the summary line: the counter pass's
     kernels plus the step's copies and memsets), or None without counters ("-", "off")."""
     try:
-        return float(int(r["dram_read"]) + int(r["dram_write"]))
+        t = float(int(r["dram_read"]) + int(r["dram_write"]))
     except (KeyError, ValueError):
         return None
+    return t if t > 0 else None
 
 
 def intensity(r):
@@ -312,7 +378,7 @@ def svg_chart(rows):
         o.append(f'<text class="stage" x="{left - 10}" y="{mid:.1f}" text-anchor="end" '
                  f'font-family="Menlo, Consolas, monospace">{escape(r["stage"])}</text>')
         if r not in bars:
-            word = cells(r)[2]
+            word = cells(r)[2] if r["status"] != "ok" else "no GPU time"
             o.append(f'<text class="missing" x="{left + 6}" y="{mid:.1f}" fill="#aa3333">'
                      f'{escape(word)}</text>')
             continue
@@ -411,10 +477,12 @@ def svg_roofline(rows):
 
 
 def _float(s):
+    """A summary field as a number; 0.0 (missing) for text, inf and nan."""
     try:
-        return float(s)
+        v = float(s)
     except (TypeError, ValueError):
         return 0.0
+    return v if math.isfinite(v) else 0.0
 
 
 def _ops(r):
@@ -425,19 +493,32 @@ def _ops(r):
         return 0
 
 
+def write_file(path, text):
+    """Write TEXT to PATH; a failure (disk full, permissions) is one line, exit 2."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        die(f"cannot write {path}: {e.strerror or e}")
+
+
 def render(lines, outdir):
     """Print the table; write OUTDIR/compare.md and OUTDIR/compare.svg. Returns the rows."""
     rows = load_rows(lines)
     if not rows:
         die("no summary lines (lines starting 'result stage=...') to render")
-    os.makedirs(outdir, exist_ok=True)
+    problem = output_dir_problem(outdir, "OUTDIR")
+    if problem:
+        die(problem)
+    files = {"compare.md": markdown(rows), "compare.svg": svg_chart(rows),
+             "roofline.svg": svg_roofline(rows)}
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        die(f"cannot create {outdir}: {e.strerror or e}")
+    for name, text in files.items():
+        write_file(os.path.join(outdir, name), text)
     sys.stdout.write(text_table(rows))
-    with open(os.path.join(outdir, "compare.md"), "w", encoding="utf-8") as f:
-        f.write(markdown(rows))
-    with open(os.path.join(outdir, "compare.svg"), "w", encoding="utf-8") as f:
-        f.write(svg_chart(rows))
-    with open(os.path.join(outdir, "roofline.svg"), "w", encoding="utf-8") as f:
-        f.write(svg_roofline(rows))
     print(f"wrote {os.path.join(outdir, 'compare.md')}, {os.path.join(outdir, 'compare.svg')} and "
           f"{os.path.join(outdir, 'roofline.svg')}", flush=True)
     for r in rows:
@@ -494,16 +575,37 @@ def check_device():
     except (OSError, subprocess.TimeoutExpired):
         return                    # no verdict: the runs themselves will say
     if p.returncode == 2:
-        die_no_gpu(one_line(p.stdout))
+        reason = one_line(p.stdout)
+        if not reason.startswith("no CUDA device"):
+            die(reason)           # a stage's run failed for another reason: its own line
+        if PREFLIGHT:
+            die(reason)
+        die_no_gpu(reason)
+
+
+def preflight(shape, outdir=None):
+    """What `run` checks before its first stage, bad input first: ATTN_SANITIZE, the shape (its
+    form, then the stages' own flag limits), the output directory, then the device."""
+    reason = check_sanitize_env("compare")
+    if reason:
+        die(reason)
+    if not SHAPE_RE.match(shape):
+        die(f"--shape {shape!r} is not BxHxSxD with positive integers (e.g. {BLOG_SHAPE})")
+    if outdir is not None:
+        problem = output_dir_problem(outdir, "--outdir")
+        if problem:
+            die(problem)
+    found = stages()
+    if not found:
+        die(f"no stage directories (NN_x/) under {ROOT}")
+    check_shape_flags(found, shape, list(SHAPE_RE.match(shape).groups()))
+    check_device()
+    return found
 
 
 def run_stages(shape, outdir):
     b, h, s, d = SHAPE_RE.match(shape).groups()
-    found = stages()
-    if not found:
-        die(f"no stage directories (NN_x/) under {ROOT}")
-    check_shape_flags(found, shape, [b, h, s, d])
-    check_device()
+    found = preflight(shape, outdir)
     summary, failed = [], False
     for stage in found:
         exe = os.path.join(ROOT, stage, "run")
@@ -541,10 +643,12 @@ def run_stages(shape, outdir):
             msg = one_line(err) if rc != 0 else "no summary line on stdout"
             summary.append(f"failed stage={stage} shape={shape} exit={rc} message={msg}")
             print(f"compare: {stage}: FAILED (exit {rc}): {msg}", file=sys.stderr, flush=True)
-    os.makedirs(outdir, exist_ok=True)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        die(f"cannot create {outdir}: {e.strerror or e}")
     path = os.path.join(outdir, "compare_summary.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(summary) + "\n")
+    write_file(path, "\n".join(summary) + "\n")
     rows = render(summary, outdir)
     print(f"summary lines: {path} (bench/compare.py render {path} {outdir} redraws them)", flush=True)
     if failed or not any(r["status"] == "ok" for r in rows):
@@ -552,26 +656,40 @@ def run_stages(shape, outdir):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description="Every stage at one shape: table, Markdown, SVG.")
+    global PREFLIGHT
+    ap = OneLineParser(prog="compare.py", description="Every stage at one shape: table, Markdown, SVG.")
     sub = ap.add_subparsers(dest="mode", required=True)
     r = sub.add_parser("run", help="run every built stage (needs a GPU), then render")
     r.add_argument("--shape", default=BLOG_SHAPE, help="BxHxSxD (default the blog's 8x16x1024x64)")
     r.add_argument("--outdir", default=os.path.join(ROOT, "traces"), help="default traces/")
+    p = sub.add_parser("preflight", help="make compare's checks (ATTN_SANITIZE, shape, device); "
+                       "the reason on stdout, exit 2")
+    p.add_argument("--shape", default=BLOG_SHAPE, help="BxHxSxD (default the blog's 8x16x1024x64)")
     g = sub.add_parser("render", help="render saved summary lines (no GPU needed)")
     g.add_argument("summary_file")
     g.add_argument("outdir")
+    if argv[:1] == ["preflight"]:
+        PREFLIGHT = True           # argparse errors too: one bare line on stdout
     a = ap.parse_args(argv)
-    if a.mode == "run":
+    if a.mode in ("run", "preflight"):
         shape = a.shape.strip().lower()
         if not SHAPE_RE.match(shape):
-            die(f"--shape '{a.shape}' is not BxHxSxD with positive integers (e.g. {BLOG_SHAPE})")
-        run_stages(shape, a.outdir)
+            reason = check_sanitize_env("compare")
+            die(reason or f"--shape {a.shape!r} is not BxHxSxD with positive integers (e.g. {BLOG_SHAPE})")
+        if a.mode == "preflight":
+            preflight(shape)
+        else:
+            run_stages(shape, a.outdir)
     else:
         try:
             with open(a.summary_file, encoding="utf-8") as f:
                 lines = f.readlines()
         except OSError as e:
-            die(f"cannot read {a.summary_file}: {e.strerror}")
+            die(f"cannot read {a.summary_file}: {e.strerror or e}")
+        except UnicodeDecodeError:
+            die(f"cannot read {a.summary_file}: not a UTF-8 text file (summary lines expected)")
+        except ValueError as e:   # an embedded NUL in the path
+            die(f"cannot read {a.summary_file!r}: {e}")
         render(lines, a.outdir)
 
 

@@ -21,8 +21,10 @@ the way common/run.c times a stage: after 3 warm-up calls, CUDA events around 20
 Python dispatch inside those batches (no synchronization inside a batch). The sdpa_kernel context
 is entered once around all of a peer's calls. FLOPs = 4·B·H·S²·D / 2 (causal).
 Prints one table per shape (flushed as it goes) and writes them to traces/peers.md.
-Exit status: 0; 1 when one of our stages failed its run (check or CUDA error); 2 on bad flags,
-without PyTorch or without a CUDA device.
+Exit status: 0; 1 when one of our stages failed its run (check or CUDA error); 2 on bad flags
+(--shapes outside the stages' limits, an --out that cannot be written, ATTN_SANITIZE other than
+unset, 0 or 1), without PyTorch or without a CUDA device: one line on stderr. Bad input is
+reported before PyTorch and the device are looked at.
 """
 import argparse
 import contextlib
@@ -36,7 +38,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES = "8x16x1024x64,4x16x2048x64,2x16x4096x128"
-SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)$")
+SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)\Z")
+# The stages' flag limits (common/cli.c): batch, heads, seq, head_dim.
+SHAPE_MAX = (65535, 65535, 1 << 20, 1024)
+SHAPE_LIMITS = "batch and heads 1 to 65535, seq 1 to 1048576, head_dim 1 to 1024"
 PAIRS = [("01_naive", "naive"), ("02_inplace", "naive-inplace"), ("03_math", "SDPA math"),
          ("04_efficient", "SDPA efficient"), ("05_flash", "SDPA flash"), ("06_cudnn", "SDPA cuDNN"),
          ("07_hopper", "SDPA cuDNN")]
@@ -46,6 +51,43 @@ STAGE_TIMEOUT_S = 300
 
 def say(*args):
     print(*args, flush=True)
+
+
+def die(msg):
+    """Bad input: one line on stderr, exit 2."""
+    print(f"peers: {' '.join(str(msg).split())}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors on one line ("peers: ...", exit 2) instead of usage + error."""
+
+    def error(self, message):
+        die(f"{message} (bench/peers.py --help)")
+
+
+def out_problem(path):
+    """Why the Markdown file PATH cannot be written, or None. Checked before any run; nothing is
+    created (a temporary directory is made and removed in the nearest existing parent)."""
+    import tempfile
+    if not path:
+        return "--out is empty"
+    if os.path.isdir(path):
+        return f"--out {path} is a directory (a file name is expected)"
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            return f"--out {path}: not writable"
+        return None
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"--out {path}: {parent} is not a directory"
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=parent))
+    except OSError as e:
+        return f"--out {path}: cannot create it in {parent} ({e.strerror or e})"
+    return None
 
 
 def flops(b, h, s, d):
@@ -222,25 +264,35 @@ def md_table(rows, fl):
 # ---- main ------------------------------------------------------------------------------------
 
 def parse_shapes(text):
+    """The --shapes list as (b, h, s, d) tuples; a malformed or out-of-range entry: exit 2."""
     shapes = []
     for part in text.split(","):
         m = SHAPE_RE.match(part.strip().lower())
         if not m:
-            print(f"peers: --shapes: '{part}' is not BxHxSxD with positive integers", file=sys.stderr)
-            sys.exit(2)
-        shapes.append(tuple(int(x) for x in m.groups()))
+            die(f"--shapes: '{part}' is not BxHxSxD with positive integers")
+        shape = tuple(int(x) for x in m.groups())
+        if any(v > hi for v, hi in zip(shape, SHAPE_MAX)):
+            die(f"--shapes: '{part}' is out of range ({SHAPE_LIMITS})")
+        shapes.append(shape)
     return shapes
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description="Our stages beside their PyTorch peers.")
+    ap = OneLineParser(prog="peers.py", description="Our stages beside their PyTorch peers.")
     ap.add_argument("--shapes", default=SHAPES, help=f"comma-separated BxHxSxD (default {SHAPES})")
     ap.add_argument("--system-cudnn", action="store_true",
                     help="run 06_cudnn against the system cuDNN instead of PyTorch's")
     ap.add_argument("--out", default=os.path.join(ROOT, "traces", "peers.md"),
                     help="Markdown tables (default traces/peers.md)")
     a = ap.parse_args(argv)
+    # bad input first, before PyTorch and the device are looked at
+    sanitize = os.environ.get("ATTN_SANITIZE")
+    if sanitize is not None and sanitize not in ("0", "1"):
+        die(f"ATTN_SANITIZE={sanitize!r} must be unset, 0 or 1 (peers.py runs the stages, which refuse it)")
     shapes = parse_shapes(a.shapes)
+    problem = out_problem(a.out)
+    if problem:
+        die(problem)
 
     try:
         import torch
@@ -314,9 +366,12 @@ def main(argv):
         for line in text_table(rows, fl):
             say(line)
         md += [f"## {name}", ""] + md_table(rows, fl) + [""]
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(md))
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        with open(a.out, "w", encoding="utf-8") as f:
+            f.write("\n".join(md))
+    except OSError as e:
+        die(f"cannot write {a.out}: {e.strerror or e}")
     say(f"\npeers: wrote {a.out}")
     return 1 if failed else 0
 

@@ -1200,3 +1200,206 @@ fake_sanitizer() {
     grep -q -- '^--tool racecheck .*--num-cuda-barriers 1024 --kernel-name-exclude kns=cudnn_generated ./01_naive/run ' "$BATS_TEST_TMPDIR/args"
     grep -q -- '^--tool synccheck .*--num-cuda-barriers 1024 ./01_naive/run ' "$BATS_TEST_TMPDIR/args"
 }
+
+# ---- bad input to tests/sanitize.sh, make sanitize, make compare: one line, exit 2, before the
+# device is looked at (these run where there is no GPU: the reason must still be the input) -----
+
+# sanitize_bad VAR=VALUE...: tests/sanitize.sh under those variables (no fake GPU, no sanitizer
+# found: a bad variable must be reported before either is looked at).
+sanitize_bad() {
+    run --separate-stderr env "$@" SANITIZE_LOGS="${SANITIZE_LOGS_T:-$BATS_TEST_TMPDIR/logs}" \
+        bash "$ROOT/tests/sanitize.sh"
+}
+
+@test "sanitize.sh: a malformed SANITIZE_SHAPES entry: exit 2, one line, before anything runs" {
+    for shape in 1x2x77 0x2x77x64 -1x2x3x64 1x2x77x64x9 '*' 1x2x77x64,1x2x77x128 ' 1x2x77x64 abc'; do
+        sanitize_bad SANITIZE_SHAPES="$shape"
+        echo "$shape -> $stderr"
+        [ "$status" -eq 2 ]
+        [ "${#stderr_lines[@]}" -eq 1 ]
+        [[ "$stderr" == "sanitize: SANITIZE_SHAPES: '"*"' is not BxHxSxD with positive integers (e.g. 1x2x77x64)" ]]
+        [ -z "$output" ]
+    done
+}
+
+@test "sanitize.sh: SANITIZE_SHAPES='*' is not glob-expanded: the message names '*'" {
+    sanitize_bad SANITIZE_SHAPES='*'
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_SHAPES: '*' is not BxHxSxD with positive integers (e.g. 1x2x77x64)" ]
+}
+
+@test "sanitize.sh: a SANITIZE_SHAPES entry beyond the stages' limits: exit 2, one line" {
+    sanitize_bad SANITIZE_SHAPES="1x2x77x64 99999999999999999999x1x1x64"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_SHAPES: '99999999999999999999x1x1x64' is out of range (batch and heads 1 to 65535, seq 1 to 1048576, head_dim 1 to 1024)" ]
+    sanitize_bad SANITIZE_SHAPES="1x1x1x2048"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_SHAPES: '1x1x1x2048' is out of range (batch and heads 1 to 65535, seq 1 to 1048576, head_dim 1 to 1024)" ]
+}
+
+@test "sanitize.sh: empty lists (SANITIZE_TOOLS, SANITIZE_SHAPES, SANITIZE_STAGES of blanks): exit 2, one line each" {
+    sanitize_bad SANITIZE_TOOLS=" "
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_TOOLS names no tool (memcheck, racecheck, synccheck, initcheck)" ]
+    sanitize_bad SANITIZE_SHAPES=" "
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_SHAPES names no shape (BxHxSxD, e.g. 1x2x77x64)" ]
+    sanitize_bad SANITIZE_STAGES=" "
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_STAGES names no stage (e.g. 05_flash)" ]
+}
+
+@test "sanitize.sh: SANITIZE_TIMEOUT must be 1 to 86400 seconds: 0 is refused with one line" {
+    sanitize_bad SANITIZE_TIMEOUT=0
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_TIMEOUT=0: seconds per run must be 1 to 86400" ]
+    sanitize_bad SANITIZE_TIMEOUT=99999999999999999999
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_TIMEOUT=99999999999999999999: seconds per run must be 1 to 86400" ]
+    sanitize_bad SANITIZE_CUDA_BARRIERS=99999999999999999999
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_CUDA_BARRIERS=99999999999999999999: must be 0 (the tool's own count) to 65536" ]
+}
+
+@test "sanitize.sh: SANITIZER that exists but is not an executable file: exit 2, says so" {
+    sanitize_bad SANITIZER=/etc/passwd
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZER=/etc/passwd is not an executable file (the compute-sanitizer program)" ]
+    sanitize_bad SANITIZER=/tmp
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZER=/tmp is not an executable file (the compute-sanitizer program)" ]
+}
+
+@test "sanitize.sh: a SANITIZE_LOGS that is a file, under a file, or cannot be created: exit 2, one line" {
+    SANITIZE_LOGS_T=/etc/passwd sanitize_bad
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_LOGS=/etc/passwd is not a directory" ]
+    SANITIZE_LOGS_T=/etc/passwd/logs sanitize_bad
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_LOGS=/etc/passwd/logs: /etc/passwd is not a directory" ]
+    SANITIZE_LOGS_T=/proc/sanitize-logs sanitize_bad
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_LOGS=/proc/sanitize-logs: cannot create it (no write access to /proc)" ]
+    SANITIZE_LOGS_T=/dev/full sanitize_bad
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_LOGS=/dev/full is not a directory" ]
+}
+
+@test "sanitize.sh: checking SANITIZE_LOGS leaves nothing behind (a missing directory is not created by the check)" {
+    no_gpu || skip "a GPU is present (the run would create the logs)"
+    SANITIZE_LOGS_T="$BATS_TEST_TMPDIR/new/logs" sanitize_bad SANITIZER=/nonexistent
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "sanitize: no CUDA device: "* ]]
+    [ ! -e "$BATS_TEST_TMPDIR/new" ]
+    [ -z "$(ls -A "$BATS_TEST_TMPDIR" | grep sanitize-probe || true)" ]
+}
+
+@test "sanitize.sh: an unknown stage in SANITIZE_STAGES: exit 2, one line" {
+    sanitize_bad SANITIZE_STAGES="01_naive 99_bogus"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_STAGES: '99_bogus' is not a stage (a NN_x directory such as 05_flash)" ]
+    sanitize_bad SANITIZE_STAGES="../tests"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: SANITIZE_STAGES: '../tests' is not a stage (a NN_x directory such as 05_flash)" ]
+}
+
+@test "sanitize.sh: an argument is refused with one line; --preflight prints the bare reason on stdout" {
+    run --separate-stderr bash "$ROOT/tests/sanitize.sh" --fast
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: takes no arguments (got '--fast'); set SANITIZE_* variables instead (see tests/sanitize.sh)" ]
+    run --separate-stderr env SANITIZE_TIMEOUT=0 bash "$ROOT/tests/sanitize.sh" --preflight
+    [ "$status" -eq 2 ]
+    [ "$output" = "SANITIZE_TIMEOUT=0: seconds per run must be 1 to 86400" ]
+    [ -z "$stderr" ]
+}
+
+@test "sanitize.sh --preflight with a (fake) GPU and sanitizer: silent, exit 0, nothing run" {
+    fake_sanitizer "echo ran >> \"$BATS_TEST_TMPDIR/ran\""
+    run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
+        SANITIZE_LOGS="$BATS_TEST_TMPDIR/logs" bash "$ROOT/tests/sanitize.sh" --preflight
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    [ -z "$stderr" ]
+    [ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "need_gpu.sh: a stage whose run fails for another reason (ATTN_SANITIZE=2) gives that stage's line" {
+    no_gpu || skip "a GPU is present (need_gpu.sh trusts nvidia-smi there)"
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    ATTN_SANITIZE=2 run --separate-stderr bash "$ROOT/tests/need_gpu.sh"
+    [ "$status" -eq 2 ]
+    [ "$output" = "./01_naive/run failed (exit 2): ATTN_SANITIZE must be 0 or 1 (got '2')" ]
+    [ -z "$stderr" ]
+}
+
+# make_bad ARGS...: make -s ARGS in the repository; sets status, output, stderr.
+make_bad() {
+    run --separate-stderr make -s -C "$ROOT" --no-print-directory "$@"
+    echo "$stderr"
+}
+
+@test "make compare SHAPE with shell code or extra words: bad shape, one line, exit 2, nothing run" {
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    make_bad compare SHAPE='1x1x1x64;echo INJECTED>&2'
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "Makefile:"*": *** make compare: --shape '1x1x1x64;echo INJECTED>&2' is not BxHxSxD with positive integers (e.g. 8x16x1024x64).  Stop." ]]
+    make_bad compare SHAPE='1x1x1x64 extra'
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "Makefile:"*": *** make compare: --shape '1x1x1x64 extra' is not BxHxSxD with positive integers (e.g. 8x16x1024x64).  Stop." ]]
+    make_bad compare SHAPE="1x1x1x64'; echo INJECTED >&2; '"
+    [ "$status" -eq 2 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == *" is not BxHxSxD with positive integers (e.g. 8x16x1024x64).  Stop." ]]
+    make_bad compare SHAPE='$(shell echo INJECTED >&2)'
+    [ "$status" -eq 2 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "Makefile:"*": *** make compare: --shape '\$(shell echo INJECTED >&2)' is not BxHxSxD with positive integers (e.g. 8x16x1024x64).  Stop." ]]
+}
+
+@test "make compare SHAPE=bad on a machine without a GPU: the shape error, not 'no CUDA device'" {
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    make_bad compare SHAPE=bad
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "Makefile:"*": *** make compare: --shape 'bad' is not BxHxSxD with positive integers (e.g. 8x16x1024x64).  Stop." ]]
+    make_bad compare SHAPE=99999999999x1x1x1
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "Makefile:"*": *** make compare: --shape 99999999999x1x1x1: --batch: 99999999999 is out of range (expected 1 to 65535); nothing was written.  Stop." ]]
+}
+
+@test "make compare with a (fake) GPU: the recipe passes SHAPE single-quoted, one word" {
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    run --separate-stderr env PATH="$(fake_gpu)" make -s -n -C "$ROOT" --no-print-directory compare SHAPE=1x2x77x64
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(printf '%s\n' "$output" | tail -n 1)" = "python3 bench/compare.py run --shape '1x2x77x64'" ]
+}
+
+@test "ATTN_SANITIZE=2 make compare: its own line (environment or make's command line), exit 2" {
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    ATTN_SANITIZE=2 make_bad compare
+    [ "$status" -eq 2 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "Makefile:"*": *** make compare: ATTN_SANITIZE='2' must be unset, 0 or 1 (compare runs the stages, which refuse it).  Stop." ]]
+    make_bad compare ATTN_SANITIZE=2
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "Makefile:"*": *** make compare: ATTN_SANITIZE='2' must be unset, 0 or 1 (compare runs the stages, which refuse it).  Stop." ]]
+}
+
+@test "make sanitize with a bad SANITIZE_* variable: that reason in make's one line, exit 2, even without a GPU" {
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    SANITIZE_SHAPES='*' make_bad sanitize
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "Makefile:"*": *** make sanitize: SANITIZE_SHAPES: '*' is not BxHxSxD with positive integers (e.g. 1x2x77x64).  Stop." ]]
+    make_bad sanitize SANITIZE_TIMEOUT=0
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "Makefile:"*": *** make sanitize: SANITIZE_TIMEOUT=0: seconds per run must be 1 to 86400.  Stop." ]]
+    make_bad sanitize SANITIZER=/etc/passwd
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "Makefile:"*": *** make sanitize: SANITIZER=/etc/passwd is not an executable file (the compute-sanitizer program).  Stop." ]]
+}

@@ -171,3 +171,130 @@ EOF
     [ -z "$output" ]
     [ ! -e "$BATS_TEST_TMPDIR/out" ]
 }
+
+# ---- bad input: one line on stderr, exit 2, no traceback, nothing written --------------------
+
+# compare_bad ARGS...: bench/compare.py ARGS; stdout in $output, stderr in $stderr.
+compare_bad() {
+    run --separate-stderr python3 "$ROOT/bench/compare.py" "$@"
+    echo "$stderr"
+}
+
+@test "compare: argparse errors are one line (not usage + error), exit 2" {
+    compare_bad
+    [ "$status" -eq 2 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "$stderr" = "compare: the following arguments are required: mode (bench/compare.py --help)" ]
+    compare_bad bogus
+    [ "$status" -eq 2 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "compare: argument mode: invalid choice: 'bogus' "* ]]
+    compare_bad run --nope
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "compare: unrecognized arguments: --nope (bench/compare.py --help)" ]
+    compare_bad render "$DATA"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "compare: the following arguments are required: outdir (bench/compare.py --help)" ]
+    compare_bad run --shape
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "compare: argument --shape: expected one argument (bench/compare.py --help)" ]
+}
+
+@test "compare render: an OUTDIR that cannot hold the files: one line, exit 2, no table, no traceback" {
+    compare_bad render "$DATA" /etc/passwd
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "compare: OUTDIR /etc/passwd is not a directory" ]
+    compare_bad render "$DATA" /dev/full
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "compare: OUTDIR /dev/full is not a directory" ]
+    compare_bad render "$DATA" /proc/o
+    [ "$status" -eq 2 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "compare: OUTDIR /proc/o: cannot create a directory in /proc ("* ]]
+    compare_bad render "$DATA" ""
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "compare: OUTDIR is empty" ]
+    compare_bad render "$DATA" /etc/passwd/out
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "compare: OUTDIR /etc/passwd/out: /etc/passwd is not a directory" ]
+}
+
+@test "compare render: a SUMMARY_FILE that is not text, or a directory: one line, exit 2" {
+    compare_bad render /bin/ls "$BATS_TEST_TMPDIR/out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "compare: cannot read /bin/ls: not a UTF-8 text file (summary lines expected)" ]
+    [ ! -e "$BATS_TEST_TMPDIR/out" ]
+    compare_bad render "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "compare: cannot read $BATS_TEST_TMPDIR: Is a directory" ]
+}
+
+@test "compare render: gpu_us=inf, gpu_us=nan, tflops=nan, dram_read=inf, extra_bytes=zz render without a crash" {
+    sed -e 's/^\(result stage=01_naive .*\)gpu_us=[0-9.]*/\1gpu_us=inf/' \
+        -e 's/^\(result stage=02_inplace .*\)tflops=[0-9.]*/\1tflops=nan/' \
+        -e 's/^\(result stage=03_math .*\)gpu_us=[0-9.]*/\1gpu_us=nan/' \
+        -e 's/^\(result stage=04_efficient .*\)dram_read=[0-9]*/\1dram_read=inf/' \
+        -e 's/^\(result stage=05_flash .*\)extra_bytes=[0-9]*/\1extra_bytes=zz/' \
+        "$DATA" > "$BATS_TEST_TMPDIR/summary.txt"
+    grep -q 'gpu_us=inf' "$BATS_TEST_TMPDIR/summary.txt"
+    grep -q 'tflops=nan' "$BATS_TEST_TMPDIR/summary.txt"
+    render "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$status" -eq 0 ]
+    row 05_flash | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +106\.5 MB +161\.3 +\? +'
+    row 04_efficient | grep -qE '^04_efficient +1 +99\.8 +3\.4 +172\.1 +17\.4 +- +- +0 +'
+    run svg_facts "$OUTDIR/compare.svg"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "bars 4" ]
+    [ "$(grep -c '>no GPU time<' "$OUTDIR/compare.svg")" -eq 2 ]
+    # the roofline leaves out 02 (tflops=nan) and 04 (no traffic): 01, 03, 05, 06
+    [ "$(grep -c 'class="point"' "$OUTDIR/roofline.svg")" -eq 4 ]
+    python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$OUTDIR/roofline.svg"
+}
+
+@test "compare run --outdir that cannot be created: one line, exit 2, before any run or device check" {
+    compare_bad run --outdir /etc/passwd
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "compare: --outdir /etc/passwd is not a directory" ]
+    compare_bad run --outdir /proc/o/x
+    [ "$status" -eq 2 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "compare: --outdir /proc/o/x: cannot create a directory in /proc ("* ]]
+}
+
+@test "compare run: ATTN_SANITIZE other than unset, 0 or 1 is its own error, not the default shape's" {
+    ATTN_SANITIZE=2 compare_bad run
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "compare: ATTN_SANITIZE='2' must be unset, 0 or 1 (compare runs the stages, which refuse it)" ]
+    ATTN_SANITIZE= compare_bad run --shape 1x1x1x64
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "compare: ATTN_SANITIZE='' must be unset, 0 or 1 (compare runs the stages, which refuse it)" ]
+}
+
+@test "compare preflight: the bare reason on stdout for make (bad shape before the device), exit 2" {
+    run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --shape bad
+    [ "$status" -eq 2 ]
+    [ "$output" = "--shape 'bad' is not BxHxSxD with positive integers (e.g. 8x16x1024x64)" ]
+    [ -z "$stderr" ]
+    run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --shape $'1x1x1x64\necho hi'
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [ "$output" = "--shape '1x1x1x64\\necho hi' is not BxHxSxD with positive integers (e.g. 8x16x1024x64)" ]
+    run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --bogus
+    [ "$status" -eq 2 ]
+    [ "$output" = "unrecognized arguments: --bogus (bench/compare.py --help)" ]
+}
+
+@test "compare preflight with a (fake) GPU and a good shape: silent, exit 0" {
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    printf '#!/bin/sh\necho "GPU 0: Fake GPU (UUID: GPU-0)"\n' > "$BATS_TEST_TMPDIR/bin/nvidia-smi"
+    chmod +x "$BATS_TEST_TMPDIR/bin/nvidia-smi"
+    PATH="$BATS_TEST_TMPDIR/bin:$PATH" run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --shape 1x2x77x64
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    [ -z "$stderr" ]
+}

@@ -6,8 +6,9 @@
 # nvidia-smi listing a GPU is enough. Otherwise the reason is the stages' own (common/run.c: no
 # driver at all, the toolkit's stub driver, a driver too old for the build, a driver that finds no
 # GPU): the built ./NN_x/run are run at the smallest shape until one decides; with no usable device
-# a run stops at its device check, before any GPU work. Without a built stage (or none decides),
-# nvidia-smi's answer is the reason.
+# a run stops at its device check, before any GPU work. A run that fails for another reason (bad
+# input such as ATTN_SANITIZE=2, a crash) is the reason too: its own last line, with the stage
+# named. Without a built stage (or none decides), nvidia-smi's answer is the reason.
 cd "$(dirname "$0")/.." || exit 1
 if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     exit 0
@@ -23,6 +24,9 @@ for run in [0-9][0-9]_*/run; do
         exit 2
     fi
     [ $rc -eq 0 ] && exit 0  # it ran: a GPU is there
+    # it failed before deciding (bad input, a crash): its own line, not a guess about the device
+    echo "./$run failed (exit $rc): ${msg:-no message}"
+    exit 2
 done
 if command -v nvidia-smi >/dev/null 2>&1; then
     echo "no CUDA device: nvidia-smi lists no GPU"

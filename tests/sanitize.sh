@@ -11,7 +11,8 @@
 #              catches it), but a kernel that reads past the data it was given is.
 # Fails (exit 1) if any tool reports an error (--error-exitcode 1) or a stage fails; a stage that
 # refuses a shape (exit 2, e.g. a head_dim it does not support) is skipped with its message.
-# Without a GPU (checked first) or without compute-sanitizer: one line on stderr, exit 2.
+# Bad input (every variable below, checked first), no GPU (checked next) or no compute-sanitizer:
+# one line on stderr, exit 2, before anything runs.
 #
 #   SANITIZER=/path/to/compute-sanitizer  the tool (default: $CUDA_HOME/bin/compute-sanitizer,
 #                                         then $CUDA_HOME/compute-sanitizer/, then PATH)
@@ -53,6 +54,24 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
+# bash tests/sanitize.sh --preflight: the checks below (the variables, the GPU, the tool) and
+# nothing else; the reason on stdout without the "sanitize: " prefix, exit 2 (make sanitize puts
+# it into its one "*** make sanitize: ..." line before building anything); silent, exit 0 when a
+# run could start.
+preflight=0
+if [ $# -eq 1 ] && [ "$1" = --preflight ]; then
+    preflight=1
+elif [ $# -gt 0 ]; then
+    echo "sanitize: takes no arguments (got '$1'); set SANITIZE_* variables instead (see tests/sanitize.sh)" >&2
+    exit 2
+fi
+
+# bad REASON: one line (stderr, or stdout under --preflight), exit 2.
+bad() {
+    if [ $preflight -eq 1 ]; then echo "$1"; else echo "sanitize: $1" >&2; fi
+    exit 2
+}
+
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 shapes=${SANITIZE_SHAPES:-"1x2x77x64 1x2x77x128"}
 tools=${SANITIZE_TOOLS:-"memcheck racecheck synccheck initcheck"}
@@ -63,26 +82,79 @@ sync_exclude=${SYNCCHECK_EXCLUDE-}
 init_exclude=${INITCHECK_EXCLUDE-}
 cuda_barriers=${SANITIZE_CUDA_BARRIERS:-1024}
 run_timeout=${SANITIZE_TIMEOUT:-300}
+stages=${SANITIZE_STAGES:-$(for d in [0-9][0-9]_*/; do [ -d "$d" ] && printf '%s ' "${d%/}"; done)}
+# From here on no word of a variable is a glob pattern (SANITIZE_SHAPES='*' is an error, not the
+# file names of the current directory).
+set -f
+
+# Every variable is checked here, before the GPU: bad input is reported as bad input anywhere.
 case "$cuda_barriers$run_timeout" in
-    *[!0-9]*) echo "sanitize: SANITIZE_CUDA_BARRIERS and SANITIZE_TIMEOUT must be whole numbers" >&2
-              exit 2 ;;
+    *[!0-9]*) bad "SANITIZE_CUDA_BARRIERS and SANITIZE_TIMEOUT must be whole numbers" ;;
 esac
+if [ ${#run_timeout} -gt 5 ] || [ $((10#$run_timeout)) -lt 1 ] || [ $((10#$run_timeout)) -gt 86400 ]; then
+    bad "SANITIZE_TIMEOUT=$run_timeout: seconds per run must be 1 to 86400"
+fi
+if [ ${#cuda_barriers} -gt 6 ] || [ $((10#$cuda_barriers)) -gt 65536 ]; then
+    bad "SANITIZE_CUDA_BARRIERS=$cuda_barriers: must be 0 (the tool's own count) to 65536"
+fi
+n=0
 for tool in $tools; do
     case "$tool" in
-        memcheck | racecheck | synccheck | initcheck) ;;
-        *) echo "sanitize: SANITIZE_TOOLS: '$tool' is not memcheck, racecheck, synccheck or initcheck" >&2
-           exit 2 ;;
+        memcheck | racecheck | synccheck | initcheck) n=$((n + 1)) ;;
+        *) bad "SANITIZE_TOOLS: '$tool' is not memcheck, racecheck, synccheck or initcheck" ;;
     esac
 done
-
-# A GPU first: without one nothing here can run, whatever else is missing (tests/need_gpu.sh says
-# why: no driver, a driver too old, no GPU).
-if ! no_gpu=$(bash tests/need_gpu.sh); then
-    echo "sanitize: $no_gpu" >&2
-    exit 2
+[ $n -gt 0 ] || bad "SANITIZE_TOOLS names no tool (memcheck, racecheck, synccheck, initcheck)"
+n=0
+for shape in $shapes; do
+    if ! [[ "$shape" =~ ^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)$ ]]; then
+        bad "SANITIZE_SHAPES: '$shape' is not BxHxSxD with positive integers (e.g. 1x2x77x64)"
+    fi
+    # the stages' limits (common/cli.c): batch and heads 1 to 65535, seq 1 to 2^20, head_dim 1 to 1024
+    for lim in "1 65535" "2 65535" "3 1048576" "4 1024"; do
+        max=${lim#* } v=${BASH_REMATCH[${lim% *}]}
+        if [ ${#v} -gt 7 ] || [ "$v" -gt "$max" ]; then
+            bad "SANITIZE_SHAPES: '$shape' is out of range (batch and heads 1 to 65535, seq 1 to 1048576, head_dim 1 to 1024)"
+        fi
+    done
+    n=$((n + 1))
+done
+[ $n -gt 0 ] || bad "SANITIZE_SHAPES names no shape (BxHxSxD, e.g. 1x2x77x64)"
+n=0
+for stage in $stages; do
+    if ! [[ "$stage" =~ ^[0-9][0-9]_[A-Za-z0-9_]+$ ]] || [ ! -d "$stage" ]; then
+        bad "SANITIZE_STAGES: '$stage' is not a stage (a NN_x directory such as 05_flash)"
+    fi
+    n=$((n + 1))
+done
+[ $n -gt 0 ] || bad "SANITIZE_STAGES names no stage (e.g. 05_flash)"
+# The logs' directory: an existing one must take a new file; a missing one, its nearest existing
+# parent a new directory (tried with a temporary one, removed: nothing is left behind here).
+[ -n "$logs" ] || bad "SANITIZE_LOGS is empty (a directory for the logs, default build/sanitize)"
+if [ -e "$logs" ]; then
+    [ -d "$logs" ] || bad "SANITIZE_LOGS=$logs is not a directory"
+    probe=$(mktemp -p "$logs" .sanitize-probe.XXXXXX 2>/dev/null) ||
+        bad "SANITIZE_LOGS=$logs: cannot write there"
+    rm -f -- "$probe"
+else
+    parent=$(dirname -- "$logs")
+    while [ ! -e "$parent" ]; do parent=$(dirname -- "$parent"); done
+    [ -d "$parent" ] || bad "SANITIZE_LOGS=$logs: $parent is not a directory"
+    probe=$(mktemp -d -p "$parent" .sanitize-probe.XXXXXX 2>/dev/null) ||
+        bad "SANITIZE_LOGS=$logs: cannot create it (no write access to $parent)"
+    rmdir -- "$probe"
+fi
+san=${SANITIZER:-}
+if [ -n "$san" ] && [ -e "$san" ] && { [ -d "$san" ] || [ ! -x "$san" ]; }; then
+    bad "SANITIZER=$san is not an executable file (the compute-sanitizer program)"
 fi
 
-san=${SANITIZER:-}
+# A GPU next: without one nothing here can run, whatever else is missing (tests/need_gpu.sh says
+# why: no driver, a driver too old, no GPU).
+if ! no_gpu=$(bash tests/need_gpu.sh); then
+    bad "$no_gpu"
+fi
+
 if [ -z "$san" ]; then
     for c in "$CUDA_HOME/bin/compute-sanitizer" "$CUDA_HOME/compute-sanitizer/compute-sanitizer" \
              "$(command -v compute-sanitizer 2>/dev/null)"; do
@@ -90,17 +162,15 @@ if [ -z "$san" ]; then
     done
 fi
 if [ -z "$san" ] || [ ! -x "$san" ]; then
-    echo "sanitize: compute-sanitizer not found (looked in $CUDA_HOME/bin, $CUDA_HOME/compute-sanitizer," \
-         "PATH); install the CUDA toolkit's compute-sanitizer or set SANITIZER=/path/to/it" >&2
-    exit 2
+    bad "compute-sanitizer not found (looked in $CUDA_HOME/bin, $CUDA_HOME/compute-sanitizer, PATH); install the CUDA toolkit's compute-sanitizer or set SANITIZER=/path/to/it"
 fi
+[ $preflight -eq 0 ] || exit 0
 
 # compute-sanitizer owns CUPTI in the process: ATTN_SANITIZE=1 takes the harness's profiler, its
 # timing loop and the trace out of these runs (the check against the reference still runs).
 export ATTN_SANITIZE=1
 
-stages=${SANITIZE_STAGES:-$(for d in [0-9][0-9]_*/; do printf '%s ' "${d%/}"; done)}
-mkdir -p "$logs"
+mkdir -p "$logs" 2>/dev/null || bad "SANITIZE_LOGS=$logs: cannot create it"
 echo "sanitize: $("$san" --version 2>/dev/null | grep -m1 -iE 'version' || echo "$san")"
 failed=0 ran=0 skipped=0
 for stage in $stages; do
