@@ -92,7 +92,8 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "%s%s"
             "  ATTN_SANITIZE=1   no profiler, timing or trace (make sanitize sets it): gpu_us, cpu_us,\n"
             "                    tflops and pct_peak read 0, trace=none (a --trace path is still\n"
-            "                    checked as in a normal run: a bad one exits 2); 0 or unset: a normal run\n"
+            "                    checked as in a normal run: a bad one exits 2); 0 or unset: a\n"
+            "                    normal run\n"
             "An ATTN_* setting unset takes its default; a value other than the forms above (an empty\n"
             "one too) prints one line and exits 2, before the device is looked for.\n",
             prog, stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",

@@ -89,7 +89,8 @@ static void read_gemm_env(gemm_env *e)
     }
     if (e->algo[0] < 0 || e->algo[1] < 0 || *p != '\0')
         die_usage("ATTN_GEMM_ALGO=%s: expected heuristic indices 0..%d as i (both GEMMs) or i,j "
-                  "(Q.K^T, then P.V), digits only, e.g. 0 or 1,0 (unset: 0)", env, HEURISTIC_MAX - 1);
+                  "(Q.K^T, then P.V), digits only, e.g. 0 or 1,0 (unset: 0)", env,
+                  HEURISTIC_MAX - 1);
 }
 
 void eager_check_env(void)
