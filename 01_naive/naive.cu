@@ -74,4 +74,5 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* flag_help */   NULL,
     /* tolerance */   0.0,
     /* env_help */    EAGER_ENV_HELP,
+    /* check_env */   eager_check_env,
 };

@@ -490,4 +490,5 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* flag_help */   NULL,
     /* tolerance */   4e-3,
     /* env_help */    NULL,
+    /* check_env */   NULL,
 };

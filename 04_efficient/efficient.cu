@@ -325,4 +325,5 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* flag_help */   NULL,
     /* tolerance */   0.0,
     /* env_help */    NULL,
+    /* check_env */   NULL,
 };

@@ -89,11 +89,20 @@ static void bind_pointers(cudnn_state *st, const attn_problem *p)
     st->bound_workspace = st->workspace;
 }
 
+/* cudnnGetVersion(), asked once per process: --help asks supports about every head_dim from 1
+ * to 1024, and each call into cuDNN writes its API log lines when CUDNN_LOGLEVEL_DBG is set. */
+static size_t cudnn_version(void)
+{
+    static size_t version;
+    if (!version) version = cudnnGetVersion();
+    return version;
+}
+
 /* Two "cudnn: " lines on stdout: what cuDNN chose, read back from the engine config. Not called
  * under --quiet (p->quiet), where the stage prints nothing on stdout. */
 static void print_plan(const sdpa_plan *plan)
 {
-    const size_t v = cudnnGetVersion();
+    const size_t v = cudnn_version();
     printf("cudnn: cuDNN %zu.%zu.%zu, %d-op causal SDPA graph, heuristics mode A returned %d engine "
            "config%s (of %lld announced), #%d finalized\n",
            v / 10000, v % 10000 / 100, v % 100, SDPA_N_OPS, plan->returned,
@@ -120,12 +129,12 @@ static void print_plan(const sdpa_plan *plan)
 /* Compute capability 8.0+, head_dim % 8 == 0 and <= 256, a usable cuDNN 9. */
 static int cudnn_supports(const attn_shape *s, const struct cudaDeviceProp *prop, char *why, size_t why_len)
 {
-    const size_t v = cudnnGetVersion();
     if (s->head_dim % 8 != 0 || s->head_dim > 256) {
         snprintf(why, why_len, "head_dim %d is not supported by 06_cudnn (cuDNN's SDPA needs a multiple "
                  "of 8, at most 256)", s->head_dim);
         return 1;
     }
+    const size_t v = cudnn_version();
     if (v < 90000 || v == 91000 || v == 91001) {
         snprintf(why, why_len, "06_cudnn needs cuDNN 9 other than 9.10.0/9.10.1 (their bf16 SDPA forward "
                  "is known bad), found %zu.%zu.%zu", v / 10000, v % 10000 / 100, v % 100);
@@ -233,4 +242,5 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* env_help: cuDNN's own settings, read by cuDNN */
     "  CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr  cuDNN's own log (cuDNN reads them): why\n"
     "                    each engine config was refused, on stderr",
+    NULL,                /* check_env: the CUDNN_* settings are cuDNN's, read by cuDNN */
 };

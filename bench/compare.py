@@ -542,20 +542,24 @@ def one_line(text):
 
 
 def check_shape_flags(found, shape, values):
-    """Bad input before any run: the first built stage parses the shape flags, then --help stops
-    it (no GPU work). A refusal (exit 2, "--batch: ... out of range") exits 2 with that line."""
+    """Bad input before any run: the first built stage parses the shape flags with no device
+    visible (CUDA_VISIBLE_DEVICES empty), so it stops at its device probe at the latest, with no
+    GPU work (--help cannot serve: it exits 0 whatever the other flags hold). A flag's refusal
+    (exit 2, "--batch: ... out of range") exits 2 with that line."""
     for stage in found:
         exe = os.path.join(ROOT, stage, "run")
         if not os.access(exe, os.X_OK):
             continue
         flags = [x for f, v in zip(["--batch", "--heads", "--seq", "--head-dim"], values) for x in (f, v)]
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
         try:
-            p = subprocess.run([exe] + flags + ["--help"], cwd=ROOT, capture_output=True, text=True,
-                               timeout=30)
+            p = subprocess.run([exe] + flags + ["--trace", "none"], cwd=ROOT, env=env,
+                               capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             return
-        if p.returncode == 2:
-            die(f"--shape {shape}: {one_line(p.stderr)}; nothing was written")
+        line = one_line(p.stderr)
+        if p.returncode == 2 and line.startswith("--"):
+            die(f"--shape {shape}: {line}; nothing was written")
         return
 
 

@@ -76,7 +76,8 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "  --check-rows N|all  query rows checked against the reference (default 256; always rows\n"
             "                    0 and seq-1 and the last query tile (64 rows) of several heads)\n"
             "  --trace PATH|none Chrome trace path (default traces/%s/B_H_S_D.json), or none\n"
-            "                    (/dev/null means none; other non-regular files are refused)\n"
+            "                    (/dev/null means none; other non-regular files, a directory name\n"
+            "                    such as d/, d/. or d/.., and control characters are refused)\n"
             "  --poison-q ROW    plant a NaN in Q[0, 0, ROW, 0]: that output row must come out NaN\n"
             "  --no-counters     skip the counter pass (one more forward under CUPTI's Range\n"
             "                    Profiler, after timing and tracing): counters and dram_read/\n"
@@ -90,7 +91,11 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "Environment:\n"
             "%s%s"
             "  ATTN_SANITIZE=1   no profiler, timing or trace (make sanitize sets it): gpu_us, cpu_us,\n"
-            "                    tflops and pct_peak read 0, trace=none; 0 or unset: a normal run\n",
+            "                    tflops and pct_peak read 0, trace=none (a --trace path is still\n"
+            "                    checked as in a normal run: a bad one exits 2); 0 or unset: a\n"
+            "                    normal run\n"
+            "An ATTN_* setting unset takes its default; a value other than the forms above (an empty\n"
+            "one too) prints one line and exits 2, before the device is looked for.\n",
             prog, stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",
             stage->name, stage->idea, dims, stage->name,
             stage->flag_help ? stage->flag_help : "", stage->flag_help ? "\n" : "",
@@ -158,6 +163,14 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
 {
     const attn_shape blog = {8, 16, 1024, 64};
     memset(o, 0, sizeof *o);
+    /* --help (or -h) anywhere prints the usage and exits 0, whatever else is wrong with the flags
+     * or the environment. */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            cli_usage(stdout, argv[0], stage);
+            cli_check_stdout();
+            exit(0);
+        }
     /* ATTN_SANITIZE=1 (make sanitize): no profiler, no timing, no trace; only 0 or 1. */
     const char *sanitize = getenv("ATTN_SANITIZE");
     if (sanitize && strcmp(sanitize, "0") != 0 && strcmp(sanitize, "1") != 0)
@@ -186,10 +199,7 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
         const char *val = inline_val ? inline_val : i + 1 < argc ? argv[i + 1] : NULL;
         int took_value = 1;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            no_value(a, inline_val, arg);
-            cli_usage(stdout, argv[0], stage);
-            cli_check_stdout();
-            exit(0);
+            no_value(a, inline_val, arg); /* --help=x: the plain --help was handled above */
         } else if (!strcmp(a, "--quiet")) {
             no_value(a, inline_val, arg);
             o->quiet = 1;
@@ -244,6 +254,8 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
         die_usage("--poison-q: row %lld is out of range (expected 0 to %d, seq - 1)", poison,
                   o->shape.seq - 1);
     o->poison_q = (int)poison;
+    /* The stage's environment settings, whole, before anything looks for a device. */
+    if (stage->check_env) stage->check_env();
     if (!o->trace[0])
         snprintf(o->trace, sizeof o->trace, "traces/%s/%d_%d_%d_%d.json", stage->name,
                  o->shape.batch, o->shape.heads, o->shape.seq, o->shape.head_dim);

@@ -22,13 +22,15 @@ typedef struct {
                             * no profiler, no timing, no trace */
 } run_options;
 
-/* Parses argv (and the environment's ATTN_SANITIZE, which must be unset, 0 or 1) into *o.
+/* Parses argv (and the environment's ATTN_SANITIZE, which must be unset, 0 or 1) into *o. First,
+ * a "--help" or "-h" anywhere in argv prints the usage and exits 0 (1 if stdout cannot be
+ * written), whatever else is wrong with the flags or the environment. After the flags,
+ * stage->check_env (if any) checks the stage's own settings (exit 2 on a bad one).
  * A flag's value is the next argument or follows an '=' (--seq 128, --seq=128); every integer is
  * decimal digits only (no sign, no space) within the flag's range (attn_flag_uint's rule, which
- * the stages' own flags use too). Flags the harness does not know go to stage->parse_flag. --help
- * prints the usage and exits 0 (1 if stdout cannot be written); an invalid value, an unknown flag,
- * "--flag=value" for a flag without a value, or an argument not starting with "--" (a stray word)
- * prints one line and exits 2. A --trace value starting with "--" is refused unless written
+ * the stages' own flags use too). Flags the harness does not know go to stage->parse_flag. An
+ * invalid value, an unknown flag, "--flag=value" for a flag without a value (--help=x too), or an
+ * argument not starting with "--" (a stray word) prints one line and exits 2. A --trace value starting with "--" is refused unless written
  * --trace=--x (it would be the next flag). The trace path itself is checked by trace_check_path
  * (trace.h). Makes no CUDA call. */
 void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o);

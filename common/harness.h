@@ -79,6 +79,12 @@ typedef struct {
      * line each, separated by newlines (no final one), or NULL. The harness's own (ATTN_SANITIZE)
      * are listed for every stage. */
     const char *env_help;
+    /* Validates every environment setting env_help lists, fully, at start-up: cli_parse calls it
+     * after the flags, before the harness looks for a GPU (so a bad value reads the same with or
+     * without one); --help does not call it. Unset means the default; any other value the setting
+     * does not accept: one line on stderr naming the variable and the accepted forms, exit 2
+     * (die_usage). No CUDA call. May be NULL. */
+    void (*check_env)(void);
 } attn_stage;
 
 /* Each stage defines the one stage object the harness runs. */

@@ -17,8 +17,9 @@
  *     stdout); exit 0, or 1 if stdout could not be written.
  * When another CUPTI client owns CUPTI (run under ncu or nsys) the profiler steps aside: the
  * check, the forwards and the timing run, the table, trace and counters are "off" (trace=none).
- * The --trace path is checked before the device (trace_check_path). Under ATTN_SANITIZE=1 (make
- * sanitize) there is no profiler, no timing (gpu_us=0.0 ...) and no trace (trace=none).
+ * The --trace path is checked before the device (trace_check_path), under ATTN_SANITIZE=1 too.
+ * Under ATTN_SANITIZE=1 (make sanitize) there is no profiler, no timing (gpu_us=0.0 ...) and no
+ * trace (trace=none).
  */
 #include <math.h>
 #include <stdio.h>
@@ -172,8 +173,10 @@ int main(int argc, char **argv)
         die_usage("%s", why[0] ? why : "this shape is not supported by this stage");
 
     /* The trace path, before any GPU work: a bad one fails now, with nothing written. Under
-     * ATTN_SANITIZE=1 there is no profile, hence no trace. */
-    if (opt.sanitize || trace_check_path(opt.trace) == 1) strcpy(opt.trace, "none");
+     * ATTN_SANITIZE=1 it is checked the same way (a bad path reads the same), but there is no
+     * profile, hence no trace. */
+    const int no_trace = trace_check_path(opt.trace) == 1;
+    if (opt.sanitize || no_trace) strcpy(opt.trace, "none");
 
     /* The device: none usable -> one line saying why, exit 2. */
     if (no_usable_device(why, sizeof why)) die_usage("%s", why);

@@ -116,11 +116,31 @@ static char *tmp_name(const char *path)
     return tmp;
 }
 
+/* 1 if path's directory (the part before its last '/'; "." when it has none) exists and is a
+ * directory. */
+static int parent_is_dir(const char *path, char *parent, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(parent, len, ".");
+    else if (slash == path) snprintf(parent, len, "/");
+    else snprintf(parent, len, "%.*s", (int)(slash - path), path);
+    struct stat st;
+    return stat(parent, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int trace_check_path(const char *path)
 {
     if (strcmp(path, "none") == 0 || is_dev_null(path)) return 1;
+    /* The summary line prints the path as it is: no control character in it. */
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+        if (*c < 0x20 || *c == 0x7f)
+            die_usage("--trace %s: the path holds a control character (0x%02x); give a path "
+                      "without one, or none", path, *c);
+    const char *last = strrchr(path, '/');
+    last = last ? last + 1 : path;
     const char *kind = non_regular_kind(path);
     if (!kind && path[0] && path[strlen(path) - 1] == '/') kind = "a directory name";
+    if (!kind && (!strcmp(last, ".") || !strcmp(last, ".."))) kind = "a directory name";
     if (kind)
         die_usage("--trace %s: not a regular file (%s); give a file path, or none", path, kind);
     size_t created = 0;
@@ -141,6 +161,12 @@ int trace_check_path(const char *path)
     }
     free(tmp);
     remove_created_dirs(path, created);
+    char parent[4096];
+    /* ENOENT from O_CREAT in a directory that exists: its file system takes no new files (/proc,
+     * /sys), not a missing file. */
+    if (e == ENOENT && parent_is_dir(path, parent, sizeof parent))
+        die_usage("--trace %s: cannot create a file in %s: its file system takes no new files "
+                  "(%s)", path, parent, strerror(e));
     if (e) die_usage("--trace %s: cannot write: %s", path, strerror(e));
     return 0;
 }

@@ -45,10 +45,14 @@ extern "C" {
  * bad path fails with nothing done:
  *   - "none", or a path naming /dev/null (the same device and inode, even through a symbolic
  *     link): returns 1, meaning "write no trace";
+ *   - a path holding a control character (a newline, ...: the summary line prints the path
+ *     raw): exit 2;
  *   - an existing path that is not a regular file (a directory, a symbolic link, a FIFO, a device,
- *     a socket): exit 2, "--trace PATH: not a regular file (...)"; the path is left alone;
+ *     a socket), or a directory name (ending in '/', or a last component "." or ".."): exit 2,
+ *     "--trace PATH: not a regular file (...)"; the path is left alone;
  *   - else the parent directories are created and a temporary file "<path>.tmp.<pid>" is created,
- *     written and removed; failure: exit 2 with one line. Either way the directories this call
+ *     written and removed; failure: exit 2 with one line (a directory whose file system
+ *     takes no new files, such as /proc, is named as such). Either way the directories this call
  *     created are removed again (trace_write creates them for real), so nothing is left behind.
  * Returns 0 when the trace can be written. */
 int trace_check_path(const char *path);

@@ -14,21 +14,27 @@
  * device), bool buffers unsigned char (0 or 1, PyTorch's bool layout). Every launcher enqueues on
  * the given stream and returns without synchronizing; launch errors exit via CUDA_CHECK.
  *
- * Environment knobs of the GEMM (experiments, read once at set-up):
+ * Environment knobs of the GEMM (experiments). eager_check_env (the stages' check_env) reads all
+ * three at start-up, before the device check; set-up reads them again. Unset means the default;
+ * any value other than the forms below (an empty one too): one line on stderr naming the
+ * variable and the accepted forms, exit 2.
  *   ATTN_GEMM_WORKSPACE=0|1   0 (default, also when unset): ask cuBLASLt's heuristic only for
  *                             algorithms that need no workspace (no buffer is allocated unless no
  *                             such algorithm exists for a GEMM; then that GEMM falls back to
  *                             algorithms with a workspace of up to 32 MiB). 1: allow the workspace
  *                             from the start, as PyTorch does; on the H200 the Q·Kᵀ algorithms then
  *                             need 4 bytes and cuBLAS memsets them before every call (7 GPU
- *                             activities per step in 01_naive instead of 6). Other values: exit 2.
+ *                             activities per step in 01_naive instead of 6).
  *   ATTN_GEMM_ALGO=i or i,j   index into cuBLASLt's heuristic list for the first (Q·Kᵀ) and
- *                             second (P·V) GEMM plan; one value applies to both. Default 0. The
- *                             list is the zero-workspace candidates by default, the candidates
- *                             with a workspace under ATTN_GEMM_WORKSPACE=1 (or in the fallback).
- *   ATTN_GEMM_VERBOSE=1       print every candidate algorithm (id, tile, stages, split-K,
+ *                             second (P·V) GEMM plan; one value applies to both. Each index is
+ *                             decimal digits only (no sign, no space), 0 to 15; exactly one or two
+ *                             of them. Default 0. The list is the zero-workspace candidates by
+ *                             default, the candidates with a workspace under ATTN_GEMM_WORKSPACE=1
+ *                             (or in the fallback); an index past the list's end exits 2 at set-up.
+ *   ATTN_GEMM_VERBOSE=0|1     1: print every candidate algorithm (id, tile, stages, split-K,
  *                             reduction, swizzle, cluster, workspace, waves), the pick and the
- *                             workspace limit asked for, on stderr.
+ *                             workspace limit asked for, on stderr. 0 (default, also when unset):
+ *                             nothing.
  */
 #ifndef ATTN_EAGER_OPS_H
 #define ATTN_EAGER_OPS_H
@@ -49,9 +55,10 @@ extern "C" {
 #define EAGER_ENV_HELP \
     "  ATTN_GEMM_WORKSPACE=0|1  1: let the GEMMs use a cuBLASLt workspace (up to 32 MiB), as\n" \
     "                    PyTorch does; 0 (default): algorithms that need none\n" \
-    "  ATTN_GEMM_ALGO=i or i,j  candidate i of cuBLASLt's heuristic list for both GEMMs, or i\n" \
-    "                    for Q.K^T and j for P.V (default 0)\n" \
-    "  ATTN_GEMM_VERBOSE=1  print each GEMM's candidate algorithms and the pick on stderr"
+    "  ATTN_GEMM_ALGO=i or i,j  candidate i (0 to 15, digits only) of cuBLASLt's heuristic list\n" \
+    "                    for both GEMMs, or i for Q.K^T and j for P.V (default 0)\n" \
+    "  ATTN_GEMM_VERBOSE=0|1  1: print each GEMM's candidate algorithms and the pick on stderr;\n" \
+    "                    0 (default): nothing"
 
 /* The most cuBLASLt workspace a GEMM may ask for when a workspace is allowed (ATTN_GEMM_WORKSPACE=1
  * or the fallback): 32 MiB, the size cuBLAS documents as enough for Hopper and PyTorch's default.
@@ -80,8 +87,12 @@ typedef struct {
     int m, n, k, batch, b_transposed;
 } eager_bmm;
 
-/* ATTN_GEMM_WORKSPACE: 0 when unset, empty or "0", 1 when "1"; any other value: one line on
- * stderr, exit 2. */
+/* Checks ATTN_GEMM_WORKSPACE, ATTN_GEMM_ALGO and ATTN_GEMM_VERBOSE whole (the forms above): a
+ * malformed one prints one line on stderr and exits 2. No CUDA call. 01's and 02's check_env. */
+void eager_check_env(void);
+
+/* ATTN_GEMM_WORKSPACE: 0 when unset or "0", 1 when "1"; a malformed ATTN_GEMM_* (an empty value
+ * too): one line on stderr, exit 2. */
 int eager_gemm_workspace_allowed(void);
 
 /* Creates the cuBLASLt handle and reads ATTN_GEMM_WORKSPACE (exit 2 if malformed). Allocates

@@ -1,8 +1,10 @@
 /* cli_tests.c: cli_parse and cli_usage on a stand-in stage with its own flags (no GPU): the one
  * number rule, --flag=value, stray words, and the stage flags' contract (attn_stage.parse_flag). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "cli.h"
 #include "unit.h"
 
@@ -36,6 +38,13 @@ static int fake_parse_flag(const char *flag, const char *value)
     return 0;
 }
 
+/* FAKE_KNOB: unset or 1 (the stage's check_env: run after the flags, not by --help). */
+static void fake_check_env(void)
+{
+    const char *v = getenv("FAKE_KNOB");
+    if (v && strcmp(v, "1") != 0) die_usage("FAKE_KNOB=%s: expected 1 (unset: off)", v);
+}
+
 static const attn_stage FAKE = {
     "99_fake",
     "a stand-in stage for the flag parser",
@@ -49,6 +58,7 @@ static const attn_stage FAKE = {
     "  --tile N          a stage flag with one, 16 to 128",
     0.0,
     "  FAKE_KNOB=1       a setting the stage reads",
+    fake_check_env,
 };
 
 /* cli ARGS...: the options cli_parse makes of ARGS (or its exit 2 / --help). */

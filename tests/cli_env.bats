@@ -1,0 +1,182 @@
+#!/usr/bin/env bats
+# CPU tests of the start-up checks (they read the same with or without a GPU): a bad environment
+# setting or --trace path prints one line on stderr and exits 2 before the device is looked for;
+# --help prints the usage and exits 0 whatever else is wrong.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+    make -s -C "$BATS_TEST_DIRNAME/.." build/common_unit
+}
+
+setup() {
+    UNIT="$ROOT/build/common_unit"
+}
+
+# A shape 01 and 02 refuse before the device (batch x heads over cuBLASLt's int32 batch count,
+# eager_supports with prop = NULL): an environment that passes the check reaches this line, on
+# any machine, and nothing runs on a GPU.
+BIG=(--batch 65535 --heads 65535 --trace none)
+BIG_LINE="batch x heads = 4294836225 exceeds cuBLASLt's batch count limit 2147483647"
+ALGO_FORMS="expected heuristic indices 0..15 as i (both GEMMs) or i,j (Q.K^T, then P.V), digits only, e.g. 0 or 1,0 (unset: 0)"
+WS_FORMS="expected 0 (GEMM algorithms without a workspace, the default, also when unset) or 1 (allow a cuBLASLt workspace of up to 32 MiB)"
+VERBOSE_FORMS="expected 0 (quiet, the default, also when unset) or 1 (print each GEMM's candidate algorithms and the pick on stderr)"
+
+@test "ATTN_GEMM_ALGO: anything but i or i,j (0 to 15, digits) is refused before the device, whole" {
+    for s in 01_naive 02_inplace; do
+        for v in abc 1,0,junk 0,1,2,3 1,2,-5 '' 1, ,1 16 1,16 '1 ' 0x1; do
+            run --separate-stderr env ATTN_GEMM_ALGO="$v" "$ROOT/$s/run" "${BIG[@]}"
+            [ "$status" -eq 2 ]
+            [ "$stderr" = "ATTN_GEMM_ALGO=$v: $ALGO_FORMS" ]
+            [ -z "$output" ]
+        done
+    done
+}
+
+@test "ATTN_GEMM_ALGO: i and i,j from 0 to 15 are taken (the run goes on to the shape check)" {
+    for v in 0 15 1,0 0,15 007; do
+        run --separate-stderr env ATTN_GEMM_ALGO="$v" "$ROOT/01_naive/run" "${BIG[@]}"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "$BIG_LINE" ]
+    done
+}
+
+@test "ATTN_GEMM_WORKSPACE: only 0 or 1 (an empty value is refused too), before the device" {
+    for s in 01_naive 02_inplace; do
+        for v in 2 yes '' true ' 1' 01; do
+            run --separate-stderr env ATTN_GEMM_WORKSPACE="$v" "$ROOT/$s/run" "${BIG[@]}"
+            [ "$status" -eq 2 ]
+            [ "$stderr" = "ATTN_GEMM_WORKSPACE=$v: $WS_FORMS" ]
+        done
+    done
+    for v in 0 1; do
+        run --separate-stderr env ATTN_GEMM_WORKSPACE="$v" "$ROOT/01_naive/run" "${BIG[@]}"
+        [ "$stderr" = "$BIG_LINE" ]
+    done
+}
+
+@test "ATTN_GEMM_VERBOSE: only 0 or 1, before the device" {
+    for s in 01_naive 02_inplace; do
+        for v in yes 2 true ''; do
+            run --separate-stderr env ATTN_GEMM_VERBOSE="$v" "$ROOT/$s/run" "${BIG[@]}"
+            [ "$status" -eq 2 ]
+            [ "$stderr" = "ATTN_GEMM_VERBOSE=$v: $VERBOSE_FORMS" ]
+        done
+    done
+    for v in 0 1; do
+        run --separate-stderr env ATTN_GEMM_VERBOSE="$v" "$ROOT/01_naive/run" "${BIG[@]}"
+        [ "$stderr" = "$BIG_LINE" ]
+    done
+}
+
+@test "ATTN_GEMM_*: a control character in the value stays on one escaped line" {
+    run --separate-stderr env ATTN_GEMM_ALGO=$'1\n2' "$ROOT/01_naive/run" "${BIG[@]}"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "ATTN_GEMM_ALGO=1\\n2: $ALGO_FORMS" ]
+}
+
+@test "ATTN_GEMM_*: stages 03 to 07 do not read them" {
+    run --separate-stderr env ATTN_GEMM_ALGO=abc "$ROOT/05_flash/run" --head-dim 96 --trace none
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "head_dim 96 is not supported by 05_flash (supported: 64, 128)" ]
+}
+
+@test "--help and --help's environment section: the accepted forms of ATTN_GEMM_*" {
+    run --separate-stderr "$ROOT/01_naive/run" --help
+    [ "$status" -eq 0 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^  ATTN_GEMM_WORKSPACE=0|1 ')" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^  ATTN_GEMM_ALGO=i or i,j  candidate i (0 to 15, digits only)')" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^  ATTN_GEMM_VERBOSE=0|1 ')" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^one too) prints one line and exits 2, before the device is looked for\.$')" -eq 1 ]
+}
+
+@test "--help exits 0 with the usage whatever else is wrong (environment, flags)" {
+    run --separate-stderr env ATTN_SANITIZE=2 "$ROOT/05_flash/run" --help
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "usage: $ROOT/05_flash/run [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]" ]
+    [ -z "$stderr" ]
+    run --separate-stderr env ATTN_GEMM_ALGO=abc ATTN_GEMM_WORKSPACE=yes "$ROOT/01_naive/run" --help
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    run --separate-stderr "$ROOT/01_naive/run" --seq -1 --bogus stray -h
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "usage: $ROOT/01_naive/run [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]" ]
+    # --help=x is not --help: a flag without a value written with one
+    run --separate-stderr "$ROOT/01_naive/run" --help=1
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--help takes no value (got '--help=1')" ]
+}
+
+@test "check_env (unit stage): run after the flags, not by --help" {
+    run --separate-stderr env FAKE_KNOB=2 "$UNIT" cli --seq 64
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "FAKE_KNOB=2: expected 1 (unset: off)" ]
+    run --separate-stderr env FAKE_KNOB=2 "$UNIT" cli --seq 0
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--seq: 0 is out of range (expected 1 to 1048576)" ]
+    run --separate-stderr env FAKE_KNOB=2 "$UNIT" cli --help
+    [ "$status" -eq 0 ]
+    run --separate-stderr env FAKE_KNOB=1 "$UNIT" cli --seq 64
+    [ "$status" -eq 0 ]
+    [[ "$output" == "batch=8 heads=16 seq=64 "* ]]
+}
+
+@test "--trace: a last component . or .. is refused early, and nothing is created" {
+    mkdir "$BATS_TEST_TMPDIR/d"
+    run --separate-stderr "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/new/."
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace $BATS_TEST_TMPDIR/new/.: not a regular file (a directory name); give a file path, or none" ]
+    run --separate-stderr "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/new/.."
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace $BATS_TEST_TMPDIR/new/..: not a regular file (a directory name); give a file path, or none" ]
+    [ ! -e "$BATS_TEST_TMPDIR/new" ]
+    run --separate-stderr "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/d/."
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace $BATS_TEST_TMPDIR/d/.: not a regular file (a directory); give a file path, or none" ]
+    run --separate-stderr "$ROOT/05_flash/run" --trace ..
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace ..: not a regular file (a directory); give a file path, or none" ]
+}
+
+@test "--trace: a control character in the path is refused, on one escaped line" {
+    mkdir "$BATS_TEST_TMPDIR/w"
+    cd "$BATS_TEST_TMPDIR/w"
+    run --separate-stderr "$ROOT/05_flash/run" --trace $'a\nb.json'
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace a\\nb.json: the path holds a control character (0x0a); give a path without one, or none" ]
+    run --separate-stderr "$ROOT/05_flash/run" --trace $'a\x7fb.json'
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace a\\x7fb.json: the path holds a control character (0x7f); give a path without one, or none" ]
+    run --separate-stderr "$ROOT/05_flash/run" --trace $'d\t/x.json'
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace d\\t/x.json: the path holds a control character (0x09); give a path without one, or none" ]
+    [ -z "$(ls -A "$BATS_TEST_TMPDIR/w")" ]
+}
+
+@test "--trace under ATTN_SANITIZE=1: checked as in a normal run" {
+    run --separate-stderr env ATTN_SANITIZE=1 "$ROOT/05_flash/run" --trace /
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace /: not a regular file (a directory); give a file path, or none" ]
+    run --separate-stderr env ATTN_SANITIZE=1 "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/new/."
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace $BATS_TEST_TMPDIR/new/.: not a regular file (a directory name); give a file path, or none" ]
+}
+
+@test "--trace into /proc: the message names the directory that takes no new files" {
+    [ -d /proc/self ] || skip "no /proc here"
+    run --separate-stderr "$ROOT/05_flash/run" --trace /proc/version
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--trace /proc/version: cannot create a file in /proc: its file system takes no new files (No such file or directory)" ]
+}
+
+@test "06_cudnn --help asks cuDNN's version once, not once per head_dim (cuDNN's API log stays short)" {
+    [ -x "$ROOT/06_cudnn/run" ] || skip "./06_cudnn/run is not built"
+    plain=$("$ROOT/06_cudnn/run" --help | wc -l)
+    logged=$(CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=stdout "$ROOT/06_cudnn/run" --help | wc -l)
+    # one cudnnGetVersion call logs a handful of lines; one per head_dim (1 to 1024) logged 5000+
+    [ "$logged" -lt $((plain + 50)) ]
+    run env CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=stdout "$ROOT/06_cudnn/run" --help
+    [ "$status" -eq 0 ]
+    [ "$(printf '%s\n' "$output" | grep -c 'this stage runs head_dim 8 to 256 in steps of 8$')" -eq 1 ]
+}
