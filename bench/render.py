@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""render.py: every number table of the course, rendered from one results file.
+
+    python3 bench/render.py [--check] [--results FILE] [--root DIR]
+    python3 bench/render.py collect RUNDIR        (bench/reference_runs.sh: writes RUNDIR/results.txt)
+
+The results file (default docs/h200/results.txt) holds one measured run: a `run` line (date, GPU,
+driver, library versions), the stages' `result ...` summary lines (README.md, "What a run
+prints") and `peers ...` lines (bench/peers.py: ours beside PyTorch at one shape). Every other
+line is a comment.
+
+The Markdown files (README.md, NN_x/README.md, docs/*.md) hold markers; what lies between a
+marker and the next `<!-- end -->` is rewritten:
+
+    <!-- results:compare 8x16x1024x64 -->   ...  <!-- end -->   the course table at one shape
+    <!-- results:peers -->                  ...  <!-- end -->   ours / peer µs and ratio, every shape
+    <!-- results:run -->                    ...  <!-- end -->   where and with what it was measured
+    <!-- results:value STAGE SHAPE FIELD -->X<!-- end -->        one field of a summary line
+    <!-- results:peer STAGE SHAPE FIELD -->X<!-- end -->         ours_us, peer_us or ratio
+
+A marker whose text starts with a newline is a block (a table, on lines of its own); one on a
+single line is a value inside prose. `--check` rewrites nothing: it names every marker whose
+text differs from the file's numbers and exits 1 (0 when all agree). `collect` reads the
+outputs of bench/reference_runs.sh (RUNDIR/NN_x.txt, RUNDIR/shapes/*.txt, RUNDIR/peers.md,
+RUNDIR/run.txt) and writes RUNDIR/results.txt. Bad input (a missing file, a marker that names
+a stage, shape or field the results file lacks, an unknown kind): one line on stderr, exit 2.
+Python 3 standard library only.
+"""
+import argparse
+import glob
+import os
+import re
+import shlex
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join("docs", "h200", "results.txt")
+MARKER = re.compile(r"<!-- results:([^>]*?) -->(.*?)<!-- end -->", re.S)
+SHAPES = ["8x16x1024x64", "4x16x2048x64", "2x16x4096x128"]
+PEER_NAMES = {"naive": "naive module", "naive-inplace": "naive, `masked_fill_`",
+              "SDPA math": "SDPA math", "SDPA efficient": "SDPA efficient (cutlassF)",
+              "SDPA flash": "SDPA flash (FlashAttention-2)", "SDPA cuDNN": "SDPA cuDNN"}
+
+
+class Bad(Exception):
+    """Bad input: main prints it on one line and exits 2."""
+
+
+# ---- the results file ------------------------------------------------------------------------
+
+def fields_of(rest):
+    """key=value pairs of a line (values may be quoted: gpu="NVIDIA H200")."""
+    out = {}
+    for tok in shlex.split(rest):
+        key, eq, val = tok.partition("=")
+        if eq:
+            out[key] = val
+    return out
+
+
+def load(path):
+    """{'run': {...}, 'result': {(stage, shape): {...}}, 'peers': {(stage, shape): {...}}}."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise Bad(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
+    res = {"run": {}, "result": {}, "peers": {}}
+    for n, line in enumerate(lines, 1):
+        kind, _, rest = line.partition(" ")
+        if kind not in res:
+            continue
+        try:
+            f = fields_of(rest)
+        except ValueError as e:
+            raise Bad(f"{path}:{n}: {e}")
+        if kind == "run":
+            res["run"] = f
+        elif "stage" in f and "shape" in f:
+            res[kind][(f["stage"], f["shape"])] = f
+        else:
+            raise Bad(f"{path}:{n}: a {kind} line needs stage= and shape=")
+    if not res["result"] and not res["peers"]:
+        raise Bad(f"{path}: no result or peers lines")
+    return res
+
+
+# ---- formatting (the units of bench/compare.py) ----------------------------------------------
+
+def human_bytes(n):
+    n = int(n)
+    if n == 0:
+        return "0"
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 ** 2:
+        return f"{n / 1024:.1f} KiB"
+    if n < 1024 ** 3:
+        return f"{n / 1024 ** 2:.1f} MiB"
+    return f"{n / 1024 ** 3:.2f} GiB"
+
+
+def decimal_bytes(n):
+    if n < 1e3:
+        return f"{n:.0f} B"
+    if n < 1e6:
+        return f"{n / 1e3:.2f} kB"
+    if n < 1e9:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e9:.2f} GB"
+
+
+def dram(r):
+    """(DRAM bytes per forward, FLOP per byte) as the table prints them, or ('-', '-')."""
+    try:
+        total = float(int(r["dram_read"]) + int(r["dram_write"]))
+    except (KeyError, ValueError):
+        total = None
+    if total:
+        b, h, s, d = (int(x) for x in r["shape"].split("x"))
+        return decimal_bytes(total), f"{2.0 * b * h * s * s * d / total:.1f}"
+    if "dram_total" in r:         # a line rebuilt from a printed table: its two columns
+        return decimal_bytes(float(r["dram_total"])), r.get("flop_per_byte", "-")
+    return "-", "-"
+
+
+def pretty(shape):
+    return shape.replace("x", "×")
+
+
+def compare_table(res, shape):
+    rows = sorted((k, r) for k, r in res["result"].items() if k[1] == shape)
+    if not rows:
+        raise Bad(f"no result lines at shape {shape}")
+    out = ["| stage | GPU ops/step | GPU µs/step | host µs/call | TFLOP/s | % of peak | "
+           "DRAM bytes/fwd | FLOP/byte | extra device memory | rel. error |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for (stage, _), r in rows:
+        by, fpb = dram(r)
+        out.append(f"| {stage} | {r.get('kernels_per_step', '?')} | {r.get('gpu_us', '?')} | "
+                   f"{r.get('cpu_us', '?')} | {r.get('tflops', '?')} | {r.get('pct_peak', '?')} | "
+                   f"{by} | {fpb} | {human_bytes(r.get('extra_bytes', 0))} | {r.get('rel_l2', '?')} |")
+    return out
+
+
+def peers_table(res):
+    shapes = [s for s in SHAPES if any(k[1] == s for k in res["peers"])]
+    shapes += sorted({k[1] for k in res["peers"]} - set(shapes))
+    if not shapes:
+        raise Bad("no peers lines")
+    stages = sorted({k[0] for k in res["peers"]})
+    out = ["| stage | PyTorch peer | " + " | ".join(f"{pretty(s)}: ours / peer µs | ratio"
+                                                  for s in shapes) + " |",
+           "|---|---|" + "---|---|" * len(shapes)]
+    for stage in stages:
+        name = next(res["peers"][(stage, s)]["peer"] for s in shapes if (stage, s) in res["peers"])
+        cells = [stage, PEER_NAMES.get(name, name)]
+        for s in shapes:
+            p = res["peers"].get((stage, s))
+            cells += [f"{p['ours_us']} / {p['peer_us']}", p["ratio"]] if p else ["-", "-"]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def run_line(res):
+    r = res["run"]
+    if not r:
+        raise Bad("the results file has no run line")
+    text = (f"Measured on {r.get('date', '?')} on one {r.get('gpu', '?')} (driver "
+            f"{r.get('driver', '?')}, CUDA {r.get('cuda', '?')}, the system's cuDNN "
+            f"{r.get('cudnn', '?')}; PyTorch {r.get('torch', '?')} with its cuDNN "
+            f"{r.get('torch_cudnn', '?')} for the peers, and for 06_cudnn beside them), code at "
+            f"commit {r.get('commit', '?')}.")
+    if r.get("source") == "reconstructed":
+        text += (" These numbers were rebuilt from that run's printed tables "
+                 "(docs/h200/results.txt says how).")
+    return [text]
+
+
+def value(res, args, kind):
+    if len(args) != 3:
+        raise Bad(f"results:{kind} takes STAGE SHAPE FIELD, got {' '.join(args)!r}")
+    stage, shape, field = args
+    table = res["result" if kind == "value" else "peers"]
+    r = table.get((stage, shape))
+    if r is None:
+        raise Bad(f"no {'result' if kind == 'value' else 'peers'} line for {stage} at {shape}")
+    if field not in r:
+        raise Bad(f"the {stage} {shape} line has no field {field}")
+    return r[field]
+
+
+def rendered(res, spec):
+    """The text a marker's spec stands for: a list of lines (block) or a string (value)."""
+    kind, *args = spec.split()
+    if kind == "compare":
+        return compare_table(res, args[0] if args else SHAPES[0])
+    if kind == "peers":
+        return peers_table(res)
+    if kind == "run":
+        return run_line(res)
+    if kind in ("value", "peer"):
+        return value(res, args, kind)
+    raise Bad(f"unknown marker kind results:{kind}")
+
+
+# ---- the Markdown files ----------------------------------------------------------------------
+
+def pages(root):
+    found = [os.path.join(root, "README.md")]
+    found += sorted(glob.glob(os.path.join(root, "[0-9][0-9]_*", "README.md")))
+    found += sorted(glob.glob(os.path.join(root, "docs", "*.md")))
+    return [p for p in found if os.path.isfile(p)]
+
+
+def render_text(text, res, where):
+    """(new text, [names of the markers whose text changed])."""
+    changed = []
+
+    def one(m):
+        spec, old = m.group(1).strip(), m.group(2)
+        try:
+            new = rendered(res, spec)
+        except Bad as e:
+            raise Bad(f"{where}: <!-- results:{spec} -->: {e}")
+        block = old.startswith("\n")
+        if isinstance(new, str):
+            if block:
+                raise Bad(f"{where}: <!-- results:{spec} --> is a value: keep it on one line")
+            body = new
+        else:
+            body = "\n" + "\n".join(new) + "\n"
+        if body != old:
+            line = text.count("\n", 0, m.start()) + 1
+            changed.append(f"{where}:{line}: results:{spec}")
+        return f"<!-- results:{m.group(1)} -->{body}<!-- end -->"
+
+    return MARKER.sub(one, text), changed
+
+
+def render_all(root, results, check):
+    res = load(results)
+    differ, count = [], 0
+    for path in pages(root):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        where = os.path.relpath(path, root)
+        new, changed = render_text(text, res, where)
+        count += len(MARKER.findall(text))
+        differ += changed
+        if changed and not check:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
+    return count, differ
+
+
+# ---- collect: a reference run's outputs -> results.txt ---------------------------------------
+
+PEERS_ROW = re.compile(r"^\| (\d\d_\w+) \| ([^|]+?) \| ([0-9.]+|-) \| ([0-9.]+|-) \| ([0-9.]+|-) \|"
+                       r" [^|]* \| [^|]* \| ([0-9.]+|-) \| ([0-9.]+|-) \|")
+
+
+def last_result(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = [x for x in f.read().splitlines() if x.startswith("result ")]
+    return lines[-1] if lines else None
+
+
+def collect(rundir):
+    """RUNDIR/results.txt from a bench/reference_runs.sh directory."""
+    def need(p):
+        if not os.path.isfile(p):
+            raise Bad(f"{p} is missing (bench/reference_runs.sh writes it)")
+        return p
+    with open(need(os.path.join(rundir, "run.txt")), encoding="utf-8") as f:
+        run = [x for x in f.read().splitlines() if x.startswith("run ")]
+    if not run:
+        raise Bad(f"{rundir}/run.txt holds no run line")
+    out = ["# docs/h200/results.txt: the measured run that every number table of the course is "
+           "rendered from", "# (python3 bench/render.py). Written by python3 bench/render.py "
+           "collect from bench/reference_runs.sh's outputs.", run[-1]]
+    results = sorted(glob.glob(os.path.join(rundir, "shapes", "*.txt")))
+    if not results:
+        raise Bad(f"{rundir}/shapes/ holds no stage outputs")
+    for p in results:
+        line = last_result(p)
+        if line:
+            out.append(line)
+    shape = None
+    with open(need(os.path.join(rundir, "peers.md")), encoding="utf-8") as f:
+        for line in f.read().splitlines():
+            if line.startswith("## "):
+                shape = line[3:].strip()
+            m = PEERS_ROW.match(line)
+            if m and shape:
+                stage, peer, ours, theirs, ratio, ocpu, pcpu = m.groups()
+                out.append(f"peers shape={shape} stage={stage} peer={shlex.quote(peer)} "
+                           f"ours_us={ours} peer_us={theirs} ratio={ratio} ours_cpu_us={ocpu} "
+                           f"peer_cpu_us={pcpu}")
+    path = os.path.join(rundir, "results.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(out) + "\n")
+    print(f"render: wrote {path} ({len(out) - 3} lines)")
+
+
+def main(argv):
+    if argv[:1] == ["collect"]:
+        if len(argv) != 2:
+            raise Bad("usage: bench/render.py collect RUNDIR")
+        collect(argv[1])
+        return 0
+    ap = argparse.ArgumentParser(prog="render.py", description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="name the tables that differ; exit 1")
+    ap.add_argument("--results", default=None, help=f"default ROOT/{RESULTS}")
+    ap.add_argument("--root", default=ROOT, help="the course's top directory")
+    a = ap.parse_args(argv)
+    results = a.results or os.path.join(a.root, RESULTS)
+    count, differ = render_all(a.root, results, a.check)
+    if count == 0:
+        raise Bad(f"no <!-- results:... --> markers under {a.root}")
+    for d in differ:
+        print(f"render: {'differs' if a.check else 'rewrote'}: {d}")
+    if a.check:
+        print(f"render: {count} markers, {len(differ)} differ from {os.path.relpath(results, a.root)}")
+        return 1 if differ else 0
+    print(f"render: {count} markers, {len(differ)} rewritten from {os.path.relpath(results, a.root)}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except Bad as e:
+        print(f"render: {' '.join(str(e).split())}", file=sys.stderr)
+        sys.exit(2)
