@@ -15,7 +15,9 @@ marker and the next `<!-- end -->` is rewritten:
     <!-- results:compare 8x16x1024x64 -->   ...  <!-- end -->   the course table at one shape
     <!-- results:peers -->                  ...  <!-- end -->   ours / peer µs and ratio, every shape
     <!-- results:run -->                    ...  <!-- end -->   where and with what it was measured
-    <!-- results:value STAGE SHAPE FIELD -->X<!-- end -->        one field of a summary line
+    <!-- results:value STAGE SHAPE FIELD -->X<!-- end -->        one field of a summary line (or
+                                                                  dram_bytes, flop_per_byte: as the
+                                                                  course table prints them)
     <!-- results:peer STAGE SHAPE FIELD -->X<!-- end -->         ours_us, peer_us or ratio
 
 A marker whose text starts with a newline is a block (a table, on lines of its own); one on a
@@ -185,6 +187,8 @@ def value(res, args, kind):
     r = table.get((stage, shape))
     if r is None:
         raise Bad(f"no {'result' if kind == 'value' else 'peers'} line for {stage} at {shape}")
+    if kind == "value" and field in ("dram_bytes", "flop_per_byte"):
+        return dram(r)[0 if field == "dram_bytes" else 1]     # derived, as the table prints them
     if field not in r:
         raise Bad(f"the {stage} {shape} line has no field {field}")
     return r[field]
