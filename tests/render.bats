@@ -92,3 +92,14 @@ copy_course() {
     [ "$(grep -c '^result stage=05_flash shape=8x16x1024x64 kernels_per_step=1 gpu_us=70.1 check=PASS$' "$d/results.txt")" -eq 1 ]
     [ "$(grep -c "^peers shape=8x16x1024x64 stage=05_flash peer='SDPA flash' ours_us=70.1 peer_us=95.0 ratio=0.74 ours_cpu_us=3.9 peer_cpu_us=20.1$" "$d/results.txt")" -eq 1 ]
 }
+
+@test "reference_runs.sh: a part it does not know, or two OUTDIRs: one line, exit 2, before any run" {
+    run bash "$ROOT/bench/reference_runs.sh" --part tables
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [ "$output" = "reference_runs: --part 'tables': expected all, stages, shapes, peers or collect" ]
+    run bash "$ROOT/bench/reference_runs.sh" --part collect "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [ ! -e "$BATS_TEST_TMPDIR/a" ]
+}
