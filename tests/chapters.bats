@@ -2,7 +2,10 @@
 # CPU-only: every chapter README runs the course's loop in the same order (README.md, top):
 # "## The idea", "## Guess first", "## Run", "## Look", "## Why", "## Things to try", and no
 # other level-2 section (a chapter's own subsections are ###). Guess first asks; it holds no
-# table that would give the answers away. The top README's course table has a row per stage.
+# table that would give the answers away, and it links to no page that holds our answers (our
+# measured runs and results: docs/results.md, docs/perf-notes.md, docs/h200/, the top README).
+# Each chapter ends with a link to the next one; the last, to docs/results.md, whose course table
+# has a row per stage.
 load helpers
 
 # sections FILE: the level-2 headings of a Markdown file, outside fenced code, joined by '|'.
@@ -46,9 +49,50 @@ stages() {
     done
 }
 
-@test "chapters: the top README's course table has one row per stage" {
+# guess_links FILE: the link targets (Markdown "](target)") under "## Guess first", one a line.
+guess_links() {
+    awk '/^```/ { fence = !fence }
+         !fence && /^## / { inside = ($0 == "## Guess first") ; next }
+         inside' "$1" | grep -o '](\([^)]*\))' | sed 's/^](//; s/)$//'
+}
+
+@test "chapters: Guess first links to no page that holds our answers" {
+    for stage in $(stages); do
+        links=$(guess_links "$ROOT/$stage/README.md")
+        echo "$stage: links: ${links:-none}"
+        bad=$(printf '%s\n' "$links" | grep -E '(^|/)(docs/results\.md|docs/perf-notes\.md|docs/h200/|README\.md$)' | grep -v 'pytorch-h200' || true)
+        echo "$stage: links to answers: ${bad:-none}"
+        [ -z "$bad" ]
+        words=$(awk '/^## / { inside = ($0 == "## Guess first"); next } inside' "$ROOT/$stage/README.md" | grep -ciE "top README|results\.md|perf-notes|peers table|make compare" || true)
+        echo "$stage: Guess first lines naming an answer page: $words"
+        [ "$words" -eq 0 ]
+    done
+}
+
+@test "chapters: each chapter ends with a link to the next, the last with one to docs/results.md" {
+    list=($(stages))
+    for i in "${!list[@]}"; do
+        stage=${list[$i]}
+        if [ $((i + 1)) -lt ${#list[@]} ]; then want="../${list[$((i + 1))]}/README.md"; else want="../docs/results.md"; fi
+        last=$(grep -v '^[[:space:]]*$' "$ROOT/$stage/README.md" | tail -n 1)
+        echo "$stage: last line '$last', want a link to $want"
+        [[ "$last" == *"]($want)"* ]]
+    done
+}
+
+@test "chapters: 06 names chapter 07" {
+    grep -q '](../07_hopper/README.md)' "$ROOT/06_cudnn/README.md"
+}
+
+@test "chapters: docs/results.md's course table has one row per stage" {
     for stage in $(stages); do
         echo "checking the row of $stage"
-        grep -q "^| $stage | [0-9]" "$ROOT/README.md"
+        [ "$(grep -c "^| $stage | [0-9]" "$ROOT/docs/results.md")" -eq 1 ]
     done
+}
+
+@test "chapters: the top README holds no results table (they come after the course)" {
+    [ "$(grep -c '^| 0[0-9]_[a-z]* | [0-9]' "$ROOT/README.md")" -eq 0 ]
+    [ "$(grep -c 'results:' "$ROOT/README.md")" -eq 0 ]
+    grep -q '](docs/results.md)' "$ROOT/README.md"
 }
