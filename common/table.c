@@ -323,8 +323,9 @@ static int same_config(const gpu_activity *a, const gpu_activity *b)
             (a->launch_api && b->launch_api && strcmp(a->launch_api, b->launch_api) == 0));
 }
 
-/* The counters of every launch of a's configuration in the first active step that has one:
- * bytes and instructions summed, percentages averaged. Returns the launches found (0: none). */
+/* The counters of every launch of a's configuration in the first active step that has one,
+ * each metric aggregated as its row says (metrics.h: bytes, counts and times summed,
+ * percentages and ratios averaged). Returns the launches found (0: none). */
 static int config_counters(const profile *p, const report_info *info, const gpu_activity *a,
                            kernel_counters *sum, double *write, int *write_from_l2)
 {
@@ -347,7 +348,8 @@ static int config_counters(const profile *p, const report_info *info, const gpu_
         n++;
     }
     if (n > 1)
-        for (int m = CTR_WARPS_ACTIVE; m <= CTR_HMMA_PCT; m++) sum->v[m] /= n;
+        for (int m = 0; m < CTR_N; m++)
+            if (METRICS[m].agg == MA_MEAN) sum->v[m] /= n;
     return n;
 }
 
@@ -382,6 +384,15 @@ static void print_kernel_counters(FILE *out, const profile *p, const report_info
             "(theoretical %s), tensor pipe %s active (HMMA-class %s), tensor instructions "
             "%s HMMA-class / %s GMMA: %s\n", n > 1 ? " (all launches of the step)" : "", rd, wr,
             wnote, occ, th, tp, hp, hm, gm, cls);
+    int ids[3];
+    double share[3];
+    const int ns = counters_top_stalls(&k, 3, ids, share);
+    if (ns > 0) {
+        fprintf(out, "    stalls: ");
+        for (int i = 0; i < ns; i++)
+            fprintf(out, "%s%s %.1f%%", i ? ", " : "", METRICS[ids[i]].label, share[i]);
+        fprintf(out, " of warp states (top %d; all in the trace's kernel args)\n", ns);
+    }
 }
 
 /* The line under the kernel details that says what the counters are, or why there are none. */

@@ -349,12 +349,13 @@ static void put_kernel_args(writer *w, const gpu_activity *a, const report_info 
     trace_json_string(f, a->launch_api ? a->launch_api : "");
 }
 
-/* ", \"<metric>\": value" for each measured counter of k (Kineto's arg names: the metrics'). */
+/* ", \"<metric>\": value" for each measured counter of k, stall reasons included (Kineto's arg
+ * names: the metrics'). */
 static void put_counter_args(FILE *f, const kernel_counters *k)
 {
     for (int m = 0; m < CTR_N; m++) {
         if (isnan(k->v[m])) continue;
-        fprintf(f, ", \"%s\": %.17g", COUNTER_METRIC[m], k->v[m]);
+        fprintf(f, ", \"%s\": %.17g", METRICS[m].cupti, k->v[m]);
     }
 }
 
