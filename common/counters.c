@@ -91,7 +91,7 @@ static void cupti_failed(counter_pass *c, const char *call, CUptiResult r)
 }
 
 /* Loads libnvperf_host.so from libcupti's directory (see the file comment). Best effort. */
-static void preload_nvperf_host(void)
+void counters_preload_nvperf_host(void)
 {
     Dl_info info;
     memset(&info, 0, sizeof info);
@@ -193,7 +193,7 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
         unavailable(out, "no current CUDA context for the counter pass");
         goto done;
     }
-    preload_nvperf_host();
+    counters_preload_nvperf_host();
 
     CUpti_Profiler_Initialize_Params init = { .structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE };
     TRY(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");

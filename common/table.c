@@ -7,6 +7,7 @@
 #include "counters.h"
 #include "occupancy.h"
 #include "table.h"
+#include "timeline.h"
 
 void table_format_time(double us, char *buf, size_t len)
 {
@@ -395,6 +396,60 @@ static void print_kernel_counters(FILE *out, const profile *p, const report_info
     }
 }
 
+/* "    timeline: ..." under a kernel's details: over the first launch of a's configuration in the
+ * timeline pass, the tensor pipe and DRAM sparklines with their means and the samples behind
+ * them; "-" when the pass did not run or measured nothing there. */
+static void print_kernel_timeline(FILE *out, const profile *p, const report_info *info,
+                                  const gpu_activity *a)
+{
+    const timeline *t = info->timeline;
+    if (!t) return;
+    const gpu_activity *k = t->state == TIMELINE_ON ? timeline_kernel_for(p, a) : NULL;
+    if (!k) {
+        fprintf(out, "    timeline: -\n");
+        return;
+    }
+    const int utf8 = timeline_locale_utf8();
+    static const int shown[] = { TL_TENSOR, TL_DRAM };
+    fprintf(out, "    timeline:");
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof shown / sizeof *shown; i++) {
+        const int j = shown[i] - TL_FIRST;
+        char line[4 * TIMELINE_SPARK_WIDTH + 1], mean_text[32];
+        double mean;
+        n = timeline_mean(t, k, j, &mean);
+        timeline_sparkline(t, j, k->start_ns, k->end_ns, TIMELINE_SPARK_WIDTH, utf8, line,
+                           sizeof line);
+        counters_format_pct(mean, mean_text, sizeof mean_text);
+        fprintf(out, "%s %s |%s| mean %s", i ? "," : "", METRICS[shown[i]].label, line, mean_text);
+    }
+    fprintf(out, " (%zu samples, every %llu ns)\n", n, (unsigned long long)t->interval_ns);
+}
+
+/* The line that says what the timeline is, or why there is none. */
+static void print_timeline_note(FILE *out, const report_info *info)
+{
+    const timeline *t = info->timeline;
+    if (!t) return;
+    switch (t->state) {
+    case TIMELINE_ON:
+        fprintf(out, "Timeline: one more forward under CUPTI PM sampling (GPU-wide, every %llu ns), "
+                "after the traced steps and before the timing; %zu samples over its kernels "
+                "(the trace's counter tracks); clocks %s (measured offset %lld ns)%s\n",
+                (unsigned long long)t->interval_ns, t->n,
+                !t->aligned ? "not aligned (no busy sample)" : t->applied_offset_ns ? "shifted"
+                : "agree", (long long)t->measured_offset_ns,
+                t->overflow ? "; the sample buffer filled up: later kernels have fewer samples" : "");
+        return;
+    case TIMELINE_OFF:
+        fprintf(out, "Timeline: off (%s owns CUPTI)\n", t->why);
+        return;
+    default:
+        fprintf(out, "Timeline: - (%s)\n", t->why[0] ? t->why : "not measured");
+        return;
+    }
+}
+
 /* The line under the kernel details that says what the counters are, or why there are none. */
 static void print_counters_note(FILE *out, const profile *p, const report_info *info)
 {
@@ -464,9 +519,11 @@ void table_print_kernel_details(FILE *out, const profile *p, const report_info *
         }
         fprintf(out, ", launch %s\n", a->launch_api ? a->launch_api : "unknown");
         print_kernel_counters(out, p, info, a);
+        print_kernel_timeline(out, p, info, a);
     }
     free(seen);
     print_counters_note(out, p, info);
+    print_timeline_note(out, info);
 }
 
 void table_print(FILE *out, const profile *p, const report_info *info)
