@@ -56,10 +56,12 @@ void timeline_align(timeline *t, const profile *p)
             last = i;
         }
     if (first < t->n) {
-        const double mid_first = 0.5 * ((double)t->s[first].start_ns + (double)t->s[first].end_ns);
-        const double mid_last = 0.5 * ((double)t->s[last].start_ns + (double)t->s[last].end_ns);
-        const double lead = (double)ks - mid_first, trail = (double)ke - mid_last;
-        t->measured_offset_ns = (int64_t)llround(0.5 * (lead + trail));
+        /* in integers: epoch nanoseconds do not fit a double's 53 bits exactly */
+        const tl_sample *a = &t->s[first], *b = &t->s[last];
+        const uint64_t mid_first = a->start_ns + (a->end_ns - a->start_ns) / 2;
+        const uint64_t mid_last = b->start_ns + (b->end_ns - b->start_ns) / 2;
+        const int64_t lead = (int64_t)(ks - mid_first), trail = (int64_t)(ke - mid_last);
+        t->measured_offset_ns = lead / 2 + trail / 2;
         t->aligned = 1;
         const double tol = 2.0 * (double)t->interval_ns;
         t->applied_offset_ns = llabs(t->measured_offset_ns) <= tol ? 0 : t->measured_offset_ns;
@@ -123,15 +125,19 @@ size_t timeline_sparkline(const timeline *t, int j, uint64_t start, uint64_t end
     if (len == 0) return 0;
     buf[0] = '\0';
     if (width <= 0 || end <= start) return 0;
+    /* times relative to start, in ns: epoch nanoseconds do not fit a double's 53 bits exactly */
     const double span = (double)(end - start);
     for (size_t i = 0; t && i < t->n; i++)
         if (t->s[i].end_ns > start && t->s[i].start_ns < end) used++;
     for (int c = 0; c < width; c++) {
-        const double a = (double)start + span * c / width, b = (double)start + span * (c + 1) / width;
+        const double a = span * c / width, b = span * (c + 1) / width;
         double sum = 0.0;
         int n = 0, nan = 0;
         for (size_t i = 0; t && i < t->n; i++) {
-            if ((double)t->s[i].end_ns <= a || (double)t->s[i].start_ns >= b) continue;
+            if (t->s[i].end_ns <= start || t->s[i].start_ns >= end) continue;
+            const double s0 = (double)(t->s[i].start_ns > start ? t->s[i].start_ns - start : 0);
+            const double s1 = (double)(t->s[i].end_ns - start);
+            if (s1 <= a || s0 >= b) continue;
             if (isnan(t->s[i].v[j])) { nan = 1; continue; }
             sum += t->s[i].v[j];
             n++;

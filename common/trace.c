@@ -483,9 +483,17 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
      * the counter pass did not measure it); a kernel launched through the driver
      * (cuLaunchKernelEx, cuDNN's) gets none, as HTA does not count its launch. Times are the
      * kernel's traced ones (the counter pass's own are not comparable). */
+    uint32_t *launch_corr = xmalloc((p->n_apis + 1) * sizeof *launch_corr);
+    size_t n_launch = 0;
+    for (size_t i = 0; i < p->n_apis; i++)
+        if (!p->apis[i].is_driver && runtime_launch(p->apis[i].name))
+            launch_corr[n_launch++] = p->apis[i].correlation;
+    qsort(launch_corr, n_launch, sizeof *launch_corr, cmp_u32);
     for (size_t i = 0; i < p->n_acts; i++) {
         const gpu_activity *a = &p->acts[i];
-        if (a->kind != ACT_KERNEL || !runtime_launch(a->launch_api)) continue;
+        if (a->kind != ACT_KERNEL ||
+            !bsearch(&a->correlation, launch_corr, n_launch, sizeof *launch_corr, cmp_u32))
+            continue;
         const kernel_counters *k = counters_for(p, info->counters, a);
         begin_complete(&w, "cuda_profiler_range", a->name, a->device, a->stream, a->start_ns,
                        a->end_ns);
@@ -497,6 +505,7 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
         if (k) put_counter_args(f, k);
         fprintf(f, ", \"step\": %d}}", a->step);
     }
+    free(launch_corr);
 
     /* attn_fwd on the GPU lane: per active step and stream, first start to last end, widened by
      * 1 ns each side so that it encloses its activities (as Kineto) */
