@@ -478,7 +478,8 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
     /* The counters as Kineto's range profiler wrote them (libkineto CuptiRangeProfiler.cpp):
      * one "cuda_profiler_range" event per kernel, named after it, args = its correlation id and
      * one number per metric. HolisticTraceAnalysis pairs these events 1:1, in time order, with
-     * the trace's cuda_runtime cudaLaunchKernel* calls, so every kernel so launched gets one,
+     * the trace's cuda_runtime cudaLaunchKernel* calls, so (when the counter pass measured) every
+     * kernel so launched gets one,
      * those of the set-up and of the timeline pass included (args: the correlation id alone when
      * the counter pass did not measure it); a kernel launched through the driver
      * (cuLaunchKernelEx, cuDNN's) gets none, as HTA does not count its launch. Times are the
@@ -489,7 +490,8 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
         if (!p->apis[i].is_driver && runtime_launch(p->apis[i].name))
             launch_corr[n_launch++] = p->apis[i].correlation;
     qsort(launch_corr, n_launch, sizeof *launch_corr, cmp_u32);
-    for (size_t i = 0; i < p->n_acts; i++) {
+    const int counters_on = info->counters && info->counters->state == COUNTERS_ON;
+    for (size_t i = 0; counters_on && i < p->n_acts; i++) {
         const gpu_activity *a = &p->acts[i];
         if (a->kind != ACT_KERNEL ||
             !bsearch(&a->correlation, launch_corr, n_launch, sizeof *launch_corr, cmp_u32))

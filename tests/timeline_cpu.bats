@@ -122,7 +122,7 @@ PY
 }
 
 @test "HTA pairing: one cuda_profiler_range per cudaLaunchKernel* event in the trace" {
-    "$UNIT" timeline-trace "$BATS_TEST_TMPDIR/t.json" on
+    "$UNIT" kineto-trace "$BATS_TEST_TMPDIR/t.json" on
     run python3 -c "
 import json, sys
 ev = json.load(open(sys.argv[1]))['traceEvents']
@@ -151,5 +151,5 @@ print(r, l)" "$BATS_TEST_TMPDIR/t.json"
     [ "$output" = "--no-timeline takes no value (got '--no-timeline=1')" ]
     run "$UNIT" cli --no-timeline --timeline-interval 1000
     [ "$status" -eq 0 ]
-    [[ "$output" == *" no_timeline=1 timeline_interval=1000" ]]
+    [[ "$output" == *" no_timeline=1 timeline_interval=1000 "* ]]
 }
