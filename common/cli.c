@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "cli.h"
+#include "timeline.h"
 
 /* The largest head_dim the flags accept (--head-dim 1 to CLI_MAX_HEAD_DIM). */
 enum { CLI_MAX_HEAD_DIM = 1024 };
@@ -61,7 +62,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
     fprintf(out,
             "usage: %s [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]\n"
             "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--no-counters] [--quiet]\n"
-            "       [--help]%s%s\n"
+            "       [--no-timeline] [--timeline-interval NS] [--help]%s%s\n"
             "\n"
             "%s: %s\n"
             "Causal attention O = softmax(Q·Kᵀ/sqrt(D) + mask)·V, bf16 [batch, heads, seq, head_dim],\n"
@@ -82,6 +83,10 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "  --no-counters     skip the counter pass (one more forward under CUPTI's Range\n"
             "                    Profiler, after timing and tracing): counters and dram_read/\n"
             "                    dram_write read -\n"
+            "  --no-timeline     skip the timeline pass (one more forward under CUPTI PM sampling,\n"
+            "                    before the timing): no counter tracks, timeline lines read -\n"
+            "  --timeline-interval NS  the timeline's sampling interval, 100 to 1000000 ns\n"
+            "                    (default 500)\n"
             "  --quiet           print only the summary line\n"
             "%s%s"
             "  --help            this text\n"
@@ -182,6 +187,7 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
     o->seed = 0;
     o->check_rows = 256;
     o->poison_q = -1;
+    o->timeline_interval_ns = TIMELINE_INTERVAL_NS;
     long long poison = -1;
 
     for (int i = 1; i < argc; i++) {
@@ -208,6 +214,13 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
             no_value(a, inline_val, arg);
             o->no_counters = 1;
             took_value = 0;
+        } else if (!strcmp(a, "--no-timeline")) {
+            no_value(a, inline_val, arg);
+            o->no_timeline = 1;
+            took_value = 0;
+        } else if (!strcmp(a, "--timeline-interval")) {
+            o->timeline_interval_ns = parse_uint(a, val, TIMELINE_INTERVAL_MIN,
+                                                 TIMELINE_INTERVAL_MAX, NULL);
         } else if (!strcmp(a, "--batch")) {
             o->shape.batch = (int)parse_uint(a, val, 1, 65535, NULL);
         } else if (!strcmp(a, "--heads")) {

@@ -18,6 +18,8 @@ typedef struct {
     int quiet;             /* --quiet: no table, only the summary line */
     int poison_q;          /* --poison-q ROW: NaN planted in Q row ROW of (0, 0); -1 = none */
     int no_counters;       /* --no-counters: skip the counter pass (counters read -) */
+    int no_timeline;       /* --no-timeline: skip the timeline pass (timeline reads -) */
+    uint64_t timeline_interval_ns; /* --timeline-interval NS (default TIMELINE_INTERVAL_NS) */
     int sanitize;          /* environment ATTN_SANITIZE=1 (make sanitize, under compute-sanitizer):
                             * no profiler, no timing, no trace */
 } run_options;

@@ -38,18 +38,6 @@
 #include "check.h"
 #include "counters.h"
 
-const char *const COUNTER_METRIC[CTR_N] = {
-    [CTR_DRAM_READ] = "dram__bytes_read.sum",
-    [CTR_DRAM_WRITE] = "dram__bytes_write.sum",
-    [CTR_L2_WRITE_SECTORS] = "lts__t_sectors_srcunit_tex_op_write.sum",
-    [CTR_WARPS_ACTIVE] = "sm__warps_active.avg.pct_of_peak_sustained_active",
-    [CTR_TENSOR_PCT] = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-    [CTR_HMMA_PCT] = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-    [CTR_HMMA_INST] = "sm__inst_executed_pipe_tensor_op_hmma.sum",
-    [CTR_GMMA_INST] = "sm__inst_executed_pipe_tensor_op_gmma.sum",
-    [CTR_DURATION_NS] = "gpu__time_duration.sum",
-};
-
 /* Ranges the counter data image holds: more kernels than this in one forward are dropped (and
  * reported). 03_math launches 20 activities per forward. */
 enum { MAX_RANGES = 256 };
@@ -103,7 +91,7 @@ static void cupti_failed(counter_pass *c, const char *call, CUptiResult r)
 }
 
 /* Loads libnvperf_host.so from libcupti's directory (see the file comment). Best effort. */
-static void preload_nvperf_host(void)
+void counters_preload_nvperf_host(void)
 {
     Dl_info info;
     memset(&info, 0, sizeof info);
@@ -205,7 +193,7 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
         unavailable(out, "no current CUDA context for the counter pass");
         goto done;
     }
-    preload_nvperf_host();
+    counters_preload_nvperf_host();
 
     CUpti_Profiler_Initialize_Params init = { .structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE };
     TRY(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");
@@ -235,22 +223,30 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
     av.pCounterAvailabilityImage = s.avail;
     TRY(cuptiProfilerGetCounterAvailability(&av), "cuptiProfilerGetCounterAvailability");
 
-    /* The metric names this device knows: each tried alone on a scratch host object. */
+    /* The metric names this device knows (the rows of the counter pass's two passes): each
+     * tried alone on a scratch host object; the refused ones read NaN, named on one line. */
+    char refused[1024] = "";
+    int n_refused = 0;
     for (int m = 0; m < CTR_N; m++) {
+        if (METRICS[m].pass != MP_RANGE && METRICS[m].pass != MP_STALL) continue;
         TRY(host_init(&s, chip.pChipName), "cuptiProfilerHostInitialize");
-        const char *one = COUNTER_METRIC[m];
+        const char *one = METRICS[m].cupti;
         if (add_metrics(&s, &one, 1) == CUPTI_SUCCESS) {
             index[n_names] = m;
             names[n_names++] = one;
         } else {
-            fprintf(stderr, "counters: note: metric %s is not available on %s (reads -)\n", one,
-                    chip.pChipName);
+            const size_t used = strlen(refused);
+            snprintf(refused + used, sizeof refused - used, "%s%s", n_refused ? ", " : "", one);
+            n_refused++;
         }
         CUpti_Profiler_Host_Deinitialize_Params d = { .structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE };
         d.pHostObject = s.host;
         (void)cuptiProfilerHostDeinitialize(&d);
         s.host = NULL;
     }
+    if (n_refused)
+        fprintf(stderr, "counters: note: %d metric%s not available on %s (read -): %s\n", n_refused,
+                n_refused == 1 ? "" : "s", chip.pChipName, refused);
     if (n_names == 0) {
         unavailable(out, "none of the metrics is available on %s", chip.pChipName);
         goto done;

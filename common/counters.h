@@ -33,28 +33,15 @@
 
 #include <stddef.h>
 
+#include "metrics.h"
 #include "profiler.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum {
-    CTR_DRAM_READ,        /* bytes */
-    CTR_DRAM_WRITE,       /* bytes */
-    CTR_L2_WRITE_SECTORS, /* 32-byte sectors written into L2 by the SMs */
-    CTR_WARPS_ACTIVE,     /* % of peak sustained, over active cycles (achieved occupancy) */
-    CTR_TENSOR_PCT,       /* % of peak: tensor pipe active, any op */
-    CTR_HMMA_PCT,         /* % of peak: tensor pipe active on HMMA/HGMMA-class ops */
-    CTR_HMMA_INST,        /* warp instructions, HMMA class (includes HGMMA on sm_90) */
-    CTR_GMMA_INST,        /* warp instructions, GMMA (wgmma) */
-    CTR_DURATION_NS,      /* under profiling: not the kernel's real time */
-    CTR_N
-};
-
-/* The metric name of each CTR_* index (the trace's arg names, as Kineto's counter events). */
-extern const char *const COUNTER_METRIC[CTR_N];
-
+/* The metrics are the rows of METRIC_TABLE (metrics.h): the counter pass reads the rows of passes
+ * MP_RANGE and MP_STALL; the other rows of a kernel_counters stay NaN. */
 typedef struct { double v[CTR_N]; } kernel_counters;   /* NaN: not measured */
 
 typedef enum { COUNTERS_NOT_RUN, COUNTERS_ON, COUNTERS_UNAVAILABLE, COUNTERS_OFF,
@@ -77,6 +64,10 @@ typedef struct counter_pass {
 void counters_run(counter_pass *out, int device, void (*forward)(void *arg), void *arg);
 void counters_free(counter_pass *c);
 
+/* Loads libnvperf_host.so (which libcupti dlopens for the Profiler Host API) from libcupti's own
+ * directory; best effort. The counter pass and the timeline pass call it first. */
+void counters_preload_nvperf_host(void);
+
 /* A pass in a given state (unit tests, --no-counters, sanitize): no CUPTI call. */
 void counters_set_state(counter_pass *c, counters_state state, const char *why);
 
@@ -95,6 +86,11 @@ double counters_kernel_write(const kernel_counters *k, int *from_l2);
  * or -1 (both NaN) when the counters are not ON or do not map onto the step's kernels. */
 int counters_step_bytes(const profile *p, const counter_pass *c, int step, double *read,
                         double *write);
+
+/* The warp states of a kernel (the MP_STALL rows), largest share first, "selected" (issuing: not
+ * a stall) left out: up to n row ids into ids[] and their shares (% of all warp states, selected
+ * included) into share[]. Returns how many (0 when the stall rows were not measured). */
+int counters_top_stalls(const kernel_counters *k, int n, int *ids, double *share);
 
 /* The tensor instruction class of a kernel: "wgmma (GMMA)" when it executed GMMA instructions;
  * else "mma.sync (HMMA)" when it executed HMMA-class instructions and kept the tensor pipe at

@@ -63,6 +63,33 @@ int counters_step_bytes(const profile *p, const counter_pass *c, int step, doubl
     return 0;
 }
 
+int counters_top_stalls(const kernel_counters *k, int n, int *ids, double *share)
+{
+    double total = 0.0;
+    int measured = 0;
+    for (int m = 0; m < CTR_N; m++)
+        if (METRICS[m].pass == MP_STALL && !isnan(k->v[m]) && k->v[m] > 0) {
+            total += k->v[m];
+            measured++;
+        }
+    if (!measured || total <= 0) return 0;
+    int used[CTR_N] = {0}, got = 0;
+    for (; got < n; got++) {
+        int best = -1;
+        for (int m = 0; m < CTR_N; m++) {
+            if (METRICS[m].pass != MP_STALL || m == STALL_SELECTED || used[m] || isnan(k->v[m]) ||
+                k->v[m] <= 0)
+                continue;
+            if (best < 0 || k->v[m] > k->v[best]) best = m;
+        }
+        if (best < 0) break;
+        used[best] = 1;
+        ids[got] = best;
+        share[got] = 100.0 * k->v[best] / total;
+    }
+    return got;
+}
+
 const char *counters_tensor_class(const kernel_counters *k)
 {
     const double g = k->v[CTR_GMMA_INST], h = k->v[CTR_HMMA_INST], pct = k->v[CTR_HMMA_PCT];

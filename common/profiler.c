@@ -340,7 +340,8 @@ const char *prof_cupti_owner(void) { return g.owner[0] ? g.owner : NULL; }
 
 /* ---- steps and host ranges ----------------------------------------------------------------- */
 
-/* is_step: 0 host op, 1 attn_fwd, 2 ProfilerStep (recorded only, no NVTX range). */
+/* is_step: 0 host op, 1 attn_fwd, 2 ProfilerStep (recorded only, no NVTX range), 3 the timeline
+ * pass. */
 static void range_push(const char *name, int is_step)
 {
     if (is_step != 2) nvtxRangePushA(name);
@@ -408,7 +409,8 @@ void prof_step_begin(int step, int active)
     }
     g.in_step = 1;
     g.step = step;
-    g.recording = g.enabled && (step == 0 || (step >= 1 && active));
+    g.recording = g.enabled && (step == 0 || (step >= 1 && active) ||
+                                (step == PROF_STEP_TIMELINE && active));
     g.step_base = g.depth;
     if (g.recording)
         CUPTI_CHECK(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
@@ -419,6 +421,10 @@ void prof_step_begin(int step, int active)
     g.step_range = 0;
     if (g.recording && step >= 1) {
         range_push("ProfilerStep*", 2);
+        g.step_range++;
+    }
+    if (step == PROF_STEP_TIMELINE) {
+        range_push("timeline pass", 3);
         g.step_range++;
     }
     if (step != 0) {

@@ -75,7 +75,8 @@ typedef struct {
     const char *name;          /* "ProfilerStep*" for every step's ProfilerStep range (the table's
                                   row; the trace names it "ProfilerStep#<step + 1>") */
     int is_step;               /* 1 for the attn_fwd range of a step, 2 for its ProfilerStep
-                                  range (no NVTX range), 0 otherwise */
+                                  range (no NVTX range), 3 for the "timeline pass" range,
+                                  0 otherwise */
     int depth;                 /* nesting level, attn_fwd = 0 */
     int parent;                /* index in profile.ranges of the enclosing range, -1 if none */
     uint64_t start_ns, end_ns;
@@ -104,7 +105,12 @@ void prof_init(void);
 /* The CUPTI client that made prof_init step aside ("CUPTI for Nsight Compute", ...), or NULL. */
 const char *prof_cupti_owner(void);
 
-/* Steps. prof_step_begin(0, 1) opens the set-up phase (no attn_fwd range). Any other step is a
+/* The timeline pass's step (timeline.h): recorded like the set-up phase (trace only, never in
+ * the table), inside a "timeline pass" user_annotation range (host_range.is_step 3). */
+#define PROF_STEP_TIMELINE (-2)
+
+/* Steps. prof_step_begin(0, 1) opens the set-up phase (no attn_fwd range);
+ * prof_step_begin(PROF_STEP_TIMELINE, 1) the timeline pass's forward. Any other step is a
  * forward: it opens the "attn_fwd" NVTX range; when active (step >= 1, active = 1) it also opens
  * the recorded "ProfilerStep*" and "attn_fwd" host ranges (one inside the other) and pushes the
  * step's external-correlation id. Inactive steps

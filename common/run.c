@@ -11,8 +11,11 @@
  *     forward is one step inside an `attn_fwd` range (profiler.c);
  *  5. gpu_us: CUDA events around 20 back-to-back forwards (the queue kept full), median of
  *     10 batches (3 when a batch is slow), outside the profiler; cpu_us: median host time of one forward call;
+ *  4b. the timeline pass (pm_sampling.c): one more forward under CUPTI PM sampling, recorded as
+ *     the profile's timeline step (trace only), its samples aligned after prof_finish
+ *     (skipped by --no-timeline);
  *  6. the counter pass (counters.c): one more forward under CUPTI's Range Profiler, per-kernel
- *     DRAM bytes, achieved occupancy, tensor pipe (skipped by --no-counters);
+ *     DRAM bytes, achieved occupancy, tensor pipe, warp stalls (skipped by --no-counters);
  *  7. a `check:` line, the table (table.c), the trace (trace.c), the summary line (last line of
  *     stdout); exit 0, or 1 if stdout could not be written.
  * When another CUPTI client owns CUPTI (run under ncu or nsys) the profiler steps aside: the
@@ -38,6 +41,7 @@
 #include "report.h"
 #include "table.h"
 #include "tensor.h"
+#include "timeline.h"
 #include "trace.h"
 
 enum { TIMING_CALLS = 20, TIMING_BATCHES = 10 };
@@ -233,7 +237,9 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMemcpy((void *)p.v, hv, bytes, cudaMemcpyHostToDevice));
 
     prof_step_begin(0, 1); /* set-up phase: kept for the trace (a plan build shows there) */
+    prof_range_push("setup"); /* a cpu_op around the set-up's launches, as Kineto's tools expect */
     p.state = stage->setup ? stage->setup(&p) : NULL;
+    prof_range_pop();
     prof_step_end();
 
     /* The checked forward, on an output full of NaN. */
@@ -292,8 +298,28 @@ int main(int argc, char **argv)
         stage->forward(&p);
         prof_step_end();
     }
+    /* The timeline pass: after the traced steps, before the timing; its own recorded step. The
+     * forward before it, unrecorded, times one forward on the host (sizes the sample buffer). */
+    timeline tl;
+    const char *tl_owner = prof_cupti_owner();
+    if (tl_owner) timeline_set_state(&tl, TIMELINE_OFF, tl_owner);
+    else if (opt.sanitize) timeline_set_state(&tl, TIMELINE_DISABLED, "ATTN_SANITIZE=1");
+    else if (opt.no_timeline) timeline_set_state(&tl, TIMELINE_DISABLED, "--no-timeline");
+    else {
+        prof_step_begin(-1, 0);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        const double t0 = now_us();
+        stage->forward(&p);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        const double forward_us = now_us() - t0;
+        prof_step_end();
+        prof_step_begin(PROF_STEP_TIMELINE, 1);
+        timeline_run(&tl, device, opt.timeline_interval_ns, forward_us, forward_once, &p);
+        prof_step_end();
+    }
     profile prof;
     prof_finish(&prof); /* synchronizes; from here on nothing is recorded */
+    timeline_align(&tl, &prof);
     /* Under compute-sanitizer (ATTN_SANITIZE=1, make sanitize) forwards are slow and times
      * meaningless: no timing, and the profile is empty. */
     const int timing = !opt.sanitize;
@@ -350,6 +376,7 @@ int main(int argc, char **argv)
     info.prop = &prop;
     info.device = device;
     info.counters = &ctr;
+    info.timeline = &tl;
     if (!opt.quiet) {
         printf("%s", check_line);
         if (opt.poison_q >= 0) printf("; poisoned row %d is all NaN, as it must be", opt.poison_q);
@@ -390,6 +417,7 @@ int main(int argc, char **argv)
     dev_free(p.o);
     prof_free(&prof);
     counters_free(&ctr);
+    timeline_free(&tl);
     free(rows);
     free(hq); free(hk); free(hv); free(ho);
     cli_check_stdout(); /* exit 1 if the table or the summary line could not be written */

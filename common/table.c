@@ -7,6 +7,7 @@
 #include "counters.h"
 #include "occupancy.h"
 #include "table.h"
+#include "timeline.h"
 
 void table_format_time(double us, char *buf, size_t len)
 {
@@ -323,8 +324,9 @@ static int same_config(const gpu_activity *a, const gpu_activity *b)
             (a->launch_api && b->launch_api && strcmp(a->launch_api, b->launch_api) == 0));
 }
 
-/* The counters of every launch of a's configuration in the first active step that has one:
- * bytes and instructions summed, percentages averaged. Returns the launches found (0: none). */
+/* The counters of every launch of a's configuration in the first active step that has one,
+ * each metric aggregated as its row says (metrics.h: bytes, counts and times summed,
+ * percentages and ratios averaged). Returns the launches found (0: none). */
 static int config_counters(const profile *p, const report_info *info, const gpu_activity *a,
                            kernel_counters *sum, double *write, int *write_from_l2)
 {
@@ -347,7 +349,8 @@ static int config_counters(const profile *p, const report_info *info, const gpu_
         n++;
     }
     if (n > 1)
-        for (int m = CTR_WARPS_ACTIVE; m <= CTR_HMMA_PCT; m++) sum->v[m] /= n;
+        for (int m = 0; m < CTR_N; m++)
+            if (METRICS[m].agg == MA_MEAN) sum->v[m] /= n;
     return n;
 }
 
@@ -382,6 +385,69 @@ static void print_kernel_counters(FILE *out, const profile *p, const report_info
             "(theoretical %s), tensor pipe %s active (HMMA-class %s), tensor instructions "
             "%s HMMA-class / %s GMMA: %s\n", n > 1 ? " (all launches of the step)" : "", rd, wr,
             wnote, occ, th, tp, hp, hm, gm, cls);
+    int ids[3];
+    double share[3];
+    const int ns = counters_top_stalls(&k, 3, ids, share);
+    if (ns > 0) {
+        fprintf(out, "    stalls: ");
+        for (int i = 0; i < ns; i++)
+            fprintf(out, "%s%s %.1f%%", i ? ", " : "", METRICS[ids[i]].label, share[i]);
+        fprintf(out, " of warp states (top %d; all in the trace's kernel args)\n", ns);
+    }
+}
+
+/* "    timeline: ..." under a kernel's details: over the first launch of a's configuration in the
+ * timeline pass, the tensor pipe and DRAM sparklines with their means and the samples behind
+ * them; "-" when the pass did not run or measured nothing there. */
+static void print_kernel_timeline(FILE *out, const profile *p, const report_info *info,
+                                  const gpu_activity *a)
+{
+    const timeline *t = info->timeline;
+    if (!t) return;
+    const gpu_activity *k = t->state == TIMELINE_ON ? timeline_kernel_for(p, a) : NULL;
+    if (!k) {
+        fprintf(out, "    timeline: -\n");
+        return;
+    }
+    const int utf8 = timeline_locale_utf8();
+    static const int shown[] = { TL_TENSOR, TL_DRAM };
+    fprintf(out, "    timeline:");
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof shown / sizeof *shown; i++) {
+        const int j = shown[i] - TL_FIRST;
+        char line[4 * TIMELINE_SPARK_WIDTH + 1], mean_text[32];
+        double mean;
+        n = timeline_mean(t, k, j, &mean);
+        timeline_sparkline(t, j, k->start_ns, k->end_ns, TIMELINE_SPARK_WIDTH, utf8, line,
+                           sizeof line);
+        counters_format_pct(mean, mean_text, sizeof mean_text);
+        fprintf(out, "%s %s |%s| mean %s", i ? "," : "", METRICS[shown[i]].label, line, mean_text);
+    }
+    fprintf(out, " (%zu samples, every %llu ns)\n", n, (unsigned long long)t->interval_ns);
+}
+
+/* The line that says what the timeline is, or why there is none. */
+static void print_timeline_note(FILE *out, const report_info *info)
+{
+    const timeline *t = info->timeline;
+    if (!t) return;
+    switch (t->state) {
+    case TIMELINE_ON:
+        fprintf(out, "Timeline: one more forward under CUPTI PM sampling (GPU-wide, every %llu ns), "
+                "after the traced steps and before the timing; %zu samples over its kernels "
+                "(the trace's counter tracks); clocks %s (measured offset %lld ns)%s\n",
+                (unsigned long long)t->interval_ns, t->n,
+                !t->aligned ? "not aligned (no busy sample)" : t->applied_offset_ns ? "shifted"
+                : "agree", (long long)t->measured_offset_ns,
+                t->overflow ? "; the sample buffer filled up: later kernels have fewer samples" : "");
+        return;
+    case TIMELINE_OFF:
+        fprintf(out, "Timeline: off (%s owns CUPTI)\n", t->why);
+        return;
+    default:
+        fprintf(out, "Timeline: - (%s)\n", t->why[0] ? t->why : "not measured");
+        return;
+    }
 }
 
 /* The line under the kernel details that says what the counters are, or why there are none. */
@@ -453,9 +519,11 @@ void table_print_kernel_details(FILE *out, const profile *p, const report_info *
         }
         fprintf(out, ", launch %s\n", a->launch_api ? a->launch_api : "unknown");
         print_kernel_counters(out, p, info, a);
+        print_kernel_timeline(out, p, info, a);
     }
     free(seen);
     print_counters_note(out, p, info);
+    print_timeline_note(out, info);
 }
 
 void table_print(FILE *out, const profile *p, const report_info *info)

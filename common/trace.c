@@ -13,6 +13,7 @@
 #include "check.h"
 #include "counters.h"
 #include "occupancy.h"
+#include "timeline.h"
 #include "trace.h"
 
 void trace_json_string(FILE *f, const char *s)
@@ -349,16 +350,42 @@ static void put_kernel_args(writer *w, const gpu_activity *a, const report_info 
     trace_json_string(f, a->launch_api ? a->launch_api : "");
 }
 
-/* ", \"<metric>\": value" for each measured counter of k (Kineto's arg names: the metrics'). */
+/* ", \"<metric>\": value" for each measured counter of k, stall reasons included (Kineto's arg
+ * names: the metrics'). */
 static void put_counter_args(FILE *f, const kernel_counters *k)
 {
     for (int m = 0; m < CTR_N; m++) {
         if (isnan(k->v[m])) continue;
-        fprintf(f, ", \"%s\": %.17g", COUNTER_METRIC[m], k->v[m]);
+        fprintf(f, ", \"%s\": %.17g", METRICS[m].cupti, k->v[m]);
     }
 }
 
-static int runtime_launch(const char *api) { return api && strncmp(api, "cudaLaunch", 10) == 0; }
+/* A launch HolisticTraceAnalysis counts: a cuda_runtime event whose name starts with
+ * cudaLaunchKernel (its counter analysis matches the names with that prefix). */
+static int runtime_launch(const char *api) { return api && strncmp(api, "cudaLaunchKernel", 16) == 0; }
+
+/* The timeline's samples as counter events (ph "C"), one track per MP_PM metric on the GPU
+ * process: at each sample's start the value over its window, args {"<metric>": value}; Perfetto
+ * and chrome://tracing draw each track as a graph. */
+static void put_timeline_counters(writer *w, const report_info *info)
+{
+    const timeline *t = info->timeline;
+    if (!t || t->state != TIMELINE_ON) return;
+    for (int j = 0; j < TL_N; j++) {
+        const metric_row *m = &METRICS[TL_FIRST + j];
+        for (size_t i = 0; i < t->n; i++) {
+            if (isnan(t->s[i].v[j])) continue;
+            begin_event(w);
+            fputs("{\"ph\": \"C\", \"cat\": \"pm_sampling\", \"name\": ", w->f);
+            char track[96];
+            snprintf(track, sizeof track, "%s %%", m->label);
+            trace_json_string(w->f, track);
+            fprintf(w->f, ", \"pid\": %d, \"ts\": ", info->device);
+            put_ts(w, t->s[i].start_ns);
+            fprintf(w->f, ", \"args\": {\"%s\": %.6g}}", m->cupti, t->s[i].v[j]);
+        }
+    }
+}
 
 int trace_write_stream(FILE *f, const profile *p, const report_info *info, const char *trace_name)
 {
@@ -384,6 +411,12 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
             info->shape.batch, info->shape.heads, info->shape.seq, info->shape.head_dim);
     /* One process, rank 0 of 1, as torch.profiler writes it for a distributed job: Kineto's
      * analysis tools (HolisticTraceAnalysis) key traces by this rank. */
+    const timeline *tl = info->timeline;
+    if (tl && tl->state == TIMELINE_ON)
+        fprintf(f, "  \"timeline\": {\"interval_ns\": %llu, \"samples\": %zu, "
+                "\"measured_clock_offset_ns\": %lld, \"applied_clock_offset_ns\": %lld},\n",
+                (unsigned long long)tl->interval_ns, tl->n, (long long)tl->measured_offset_ns,
+                (long long)tl->applied_offset_ns);
     fputs("  \"distributedInfo\": {\"backend\": \"none\", \"rank\": 0, \"world_size\": 1},\n", f);
     fprintf(f, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": %" PRIu64 ",\n", w.base);
     fputs("  \"traceEvents\": [", f);
@@ -444,14 +477,26 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
 
     /* The counters as Kineto's range profiler wrote them (libkineto CuptiRangeProfiler.cpp):
      * one "cuda_profiler_range" event per kernel, named after it, args = its correlation id and
-     * one number per metric. Only kernels launched through the runtime (cudaLaunch*) get one:
-     * HolisticTraceAnalysis pairs these events 1:1, in time order, with the trace's
-     * cudaLaunchKernel calls. Times are the kernel's traced ones (the counter pass's own are
-     * not comparable). */
-    for (size_t i = 0; i < p->n_acts; i++) {
+     * one number per metric. HolisticTraceAnalysis pairs these events 1:1, in time order, with
+     * the trace's cuda_runtime cudaLaunchKernel* calls, so (when the counter pass measured) every
+     * kernel so launched gets one,
+     * those of the set-up and of the timeline pass included (args: the correlation id alone when
+     * the counter pass did not measure it); a kernel launched through the driver
+     * (cuLaunchKernelEx, cuDNN's) gets none, as HTA does not count its launch. Times are the
+     * kernel's traced ones (the counter pass's own are not comparable). */
+    uint32_t *launch_corr = xmalloc((p->n_apis + 1) * sizeof *launch_corr);
+    size_t n_launch = 0;
+    for (size_t i = 0; i < p->n_apis; i++)
+        if (!p->apis[i].is_driver && runtime_launch(p->apis[i].name))
+            launch_corr[n_launch++] = p->apis[i].correlation;
+    qsort(launch_corr, n_launch, sizeof *launch_corr, cmp_u32);
+    const int counters_on = info->counters && info->counters->state == COUNTERS_ON;
+    for (size_t i = 0; counters_on && i < p->n_acts; i++) {
         const gpu_activity *a = &p->acts[i];
-        const kernel_counters *k = a->kind == ACT_KERNEL ? counters_for(p, info->counters, a) : NULL;
-        if (!k || !runtime_launch(a->launch_api)) continue;
+        if (a->kind != ACT_KERNEL ||
+            !bsearch(&a->correlation, launch_corr, n_launch, sizeof *launch_corr, cmp_u32))
+            continue;
+        const kernel_counters *k = counters_for(p, info->counters, a);
         begin_complete(&w, "cuda_profiler_range", a->name, a->device, a->stream, a->start_ns,
                        a->end_ns);
         /* device and stream as on the kernel: HTA then places the event on the GPU side of its
@@ -459,15 +504,16 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
          * correlation id and duplicate the kernel in HTA's frame) */
         fprintf(f, "\"device\": %" PRIu32 ", \"stream\": %" PRIu32 ", \"correlation\": %" PRIu32,
                 a->device, a->stream, a->correlation);
-        put_counter_args(f, k);
+        if (k) put_counter_args(f, k);
         fprintf(f, ", \"step\": %d}}", a->step);
     }
+    free(launch_corr);
 
     /* attn_fwd on the GPU lane: per active step and stream, first start to last end, widened by
      * 1 ns each side so that it encloses its activities (as Kineto) */
     for (size_t i = 0; i < p->n_acts; i++) {
         const gpu_activity *a = &p->acts[i];
-        if (a->step < 1) continue;
+        if (a->step < 1 && a->step != PROF_STEP_TIMELINE) continue;
         int first = 1;
         for (size_t j = 0; j < i && first; j++)
             if (p->acts[j].step == a->step && p->acts[j].device == a->device &&
@@ -480,10 +526,12 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
             if (b->start_ns < s) s = b->start_ns;
             if (b->end_ns > e) e = b->end_ns;
         }
-        begin_complete(&w, "gpu_user_annotation", "attn_fwd", a->device, a->stream,
-                       s > 0 ? s - 1 : 0, e + 1);
+        begin_complete(&w, "gpu_user_annotation",
+                       a->step == PROF_STEP_TIMELINE ? "timeline pass" : "attn_fwd", a->device,
+                       a->stream, s > 0 ? s - 1 : 0, e + 1);
         fprintf(f, "\"step\": %d}}", a->step);
     }
+    put_timeline_counters(&w, info);
 
     fputs("\n  ],\n  \"traceName\": ", f);
     trace_json_string(f, trace_name ? trace_name : "");

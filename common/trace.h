@@ -14,7 +14,13 @@
  * counter pass measured them): each kernel's metrics as extra kernel args under their metric
  * names, and one "cuda_profiler_range" complete event per runtime-launched kernel (name = the
  * kernel, args = correlation + the metrics, the kernel's traced ts/dur), as Kineto's range
- * profiler wrote them.
+ * profiler wrote them; with counters, every kernel whose cudaLaunchKernel* event is in the trace
+ * (set-up and timeline pass included) gets one, as HolisticTraceAnalysis pairs them 1:1.
+ * Timeline (timeline.h, when the pass ran): a "timeline" field {interval_ns, samples,
+ * measured_clock_offset_ns, applied_clock_offset_ns}; the pass's kernels (step -2) inside a
+ * "timeline pass" range (user_annotation on the CPU lane, gpu_user_annotation on the GPU lane);
+ * one counter track (ph "C", cat pm_sampling, pid = device, name "<label> %", args
+ * {"<metric>": value}) per MP_PM metric, one event per sample at its window's start.
  *
  * Events: complete events (ph "X", ts/dur in µs with 3 decimals, ts relative to
  * baseTimeNanoseconds) in categories user_annotation (attn_fwd), cpu_op (the stage's host ops and

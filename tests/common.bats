@@ -621,7 +621,7 @@ fake_driver() {
 @test "cli: --flag=value is accepted for every flag that takes a value" {
     run "$UNIT" cli --batch=2 --heads=3 --seq=128 --head-dim=96 --warmup=0 --steps=7 --seed=5 --check-rows=all --poison-q=9 --trace=none
     [ "$status" -eq 0 ]
-    [ "$output" = "batch=2 heads=3 seq=128 head_dim=96 warmup=0 steps=7 seed=5 check_rows=18446744073709551615 poison_q=9 quiet=0 no_counters=0 trace=none tile=0 fast=0" ]
+    [ "$output" = "batch=2 heads=3 seq=128 head_dim=96 warmup=0 steps=7 seed=5 check_rows=18446744073709551615 poison_q=9 quiet=0 no_counters=0 no_timeline=0 timeline_interval=500 trace=none tile=0 fast=0" ]
     run "$UNIT" cli --seq 128 --check-rows=5
     [ "$status" -eq 0 ]
     [[ "$output" == "batch=8 heads=16 seq=128 "*" check_rows=5 "* ]]

@@ -96,8 +96,9 @@ EOF
 @test "trace: counters as kernel args and as cuda_profiler_range events (runtime launches only)" {
     path="$BATS_TEST_TMPDIR/t.json"
     "$UNIT" kineto-trace "$path" on
-    # one per step: the GEMM (cudaLaunchKernel); the softmax (cuLaunchKernelEx) gets none
-    [ "$(trace_query "$path" count cuda_profiler_range)" = 3 ]
+    # one per cudaLaunchKernel event (HTA pairs them 1:1): the GEMM of each step and the set-up
+    # kernel (its event carries the correlation id alone); the softmax (cuLaunchKernelEx) gets none
+    [ "$(trace_query "$path" count cuda_profiler_range)" = 4 ]
     [ "$(trace_query "$path" counter '^nvjet' dram__bytes_read.sum | tr '\n' ' ')" = "100000000 100000000 100000000 " ]
     [ "$(trace_query "$path" counter '^nvjet' lts__t_sectors_srcunit_tex_op_write.sum | head -n 1)" = 2000000 ]
     [ "$(trace_query "$path" counter 'softmax_warp' sm__inst_executed_pipe_tensor_op_hmma.sum | head -n 1)" = 655360 ]
@@ -114,6 +115,9 @@ k = {e["args"]["correlation"]: e for e in ev if e.get("cat") == "kernel"}
 for e in r:   # the kernel's name, times, lane and correlation; the metrics as numbers
     g = k[e["args"]["correlation"]]
     assert (e["name"], e["ts"], e["dur"], e["pid"], e["tid"]) == (g["name"], g["ts"], g["dur"], g["pid"], g["tid"]), e
+    if e["args"]["step"] == 0:   # the set-up kernel: its correlation id, no metric
+        assert sorted(e["args"]) == ["correlation", "device", "step", "stream"], e
+        continue
     assert e["args"]["stream"] == g["args"]["stream"] and e["args"]["dram__bytes_write.sum"] == 5000000, e
     assert e["args"]["sm__warps_active.avg.pct_of_peak_sustained_active"] == 11.8, e
 EOF

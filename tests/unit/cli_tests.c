@@ -67,9 +67,11 @@ int unit_cli(int argc, char **argv)
     run_options o;
     cli_parse(argc, argv, &FAKE, &o);
     printf("batch=%d heads=%d seq=%d head_dim=%d warmup=%d steps=%d seed=%llu check_rows=%llu "
-           "poison_q=%d quiet=%d no_counters=%d trace=%s tile=%llu fast=%d\n", o.shape.batch,
+           "poison_q=%d quiet=%d no_counters=%d no_timeline=%d timeline_interval=%llu trace=%s "
+           "tile=%llu fast=%d\n", o.shape.batch,
            o.shape.heads, o.shape.seq, o.shape.head_dim, o.warmup, o.steps,
            (unsigned long long)o.seed, (unsigned long long)o.check_rows, o.poison_q, o.quiet,
-           o.no_counters, o.trace, g_tile, g_fast);
+           o.no_counters, o.no_timeline, (unsigned long long)o.timeline_interval_ns, o.trace,
+           g_tile, g_fast);
     return 0;
 }

@@ -48,10 +48,21 @@ static int make_counters(counter_pass *c, const char *state)
     c->n = 2;
     c->k = calloc(2, sizeof *c->k);
     if (!c->k) return -1;
-    const double gemm[CTR_N] = { 100e6, 5e6, 2e6, 11.8, 43.8, 43.8, 1e6, 0, 90000 };
-    const double soft[CTR_N] = { 268435456, 268435456, 8388608, 15.0, 0.9, 0.9, 655360, 0, 30000 };
+    const double gemm[] = { 100e6, 5e6, 2e6, 11.8, 43.8, 43.8, 1e6, 0, 90000 };
+    const double soft[] = { 268435456, 268435456, 8388608, 15.0, 0.9, 0.9, 655360, 0, 30000 };
+    for (int m = 0; m < CTR_N; m++) c->k[0].v[m] = c->k[1].v[m] = NAN;
     memcpy(c->k[0].v, gemm, sizeof gemm);
     memcpy(c->k[1].v, soft, sizeof soft);
+    /* The GEMM's warp states (warps per issued instruction), 5.0 in all: long_scoreboard 40%,
+     * barrier 20%, selected 20% (not a stall), wait 12%, math_pipe_throttle 8%; the other
+     * reasons 0. The softmax's stall rows stay NaN (not measured: no stalls line). */
+    for (int m = 0; m < CTR_N; m++)
+        if (METRICS[m].pass == MP_STALL) c->k[0].v[m] = 0.0;
+    c->k[0].v[STALL_LONG_SCOREBOARD] = 2.0;
+    c->k[0].v[STALL_BARRIER] = 1.0;
+    c->k[0].v[STALL_SELECTED] = 1.0;
+    c->k[0].v[STALL_WAIT] = 0.6;
+    c->k[0].v[STALL_MATH_THROTTLE] = 0.4;
     return 0;
 }
 

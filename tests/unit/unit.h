@@ -27,6 +27,11 @@
     X(kineto_table,     "kineto-table",     "on|unavailable|off|disabled: the table of a synthetic profile with ProfilerStep ranges and counters in that state") \
     X(kineto_trace,     "kineto-trace",     "PATH on|unavailable|off|disabled: its trace") \
     X(kineto_summary,   "kineto-summary",   "on|unavailable|off|disabled: the summary line's dram_read= dram_write=") \
+    X(sparkline,        "sparkline",        "utf8|ascii WIDTH V...: the timeline sparkline of 100 ns samples") \
+    X(locale_utf8,      "locale-utf8",      ": whether the environment's locale is UTF-8") \
+    X(timeline_table,   "timeline-table",   "on|unavailable|disabled: kernel details with the timeline of a synthetic pass") \
+    X(timeline_trace,   "timeline-trace",   "PATH on|unavailable|disabled: its trace") \
+    X(metric_rows,      "metric-rows",      ": the metric table's rows per pass and aggregation") \
     X(format_bytes,     "format-bytes",     "BYTES...: the counters' byte format of each value (nan: not measured)") \
     X(format_pct,       "format-pct",       "PCT...: the counters' percentage format") \
     X(format_count,     "format-count",     "N...: the counters' count format (thousands separators)") \

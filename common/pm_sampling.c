@@ -1,0 +1,244 @@
+/* pm_sampling.c: the timeline pass (timeline.h) with CUPTI PM sampling and the Profiler Host
+ * API, CUDA 13.0, plain C.
+ *
+ * Call sequence (CUPTI docs, "CUPTI PM Sampling API"; NVIDIA's pm_sampling sample; measured on
+ * the H200 in ../shared/notes/cupti-pm-sampling.md): cuptiProfilerInitialize ->
+ * cuptiDeviceGetChipName -> cuptiPmSamplingGetCounterAvailability (size, then image) ->
+ * cuptiProfilerHostInitialize (CUPTI_PROFILER_TYPE_PM_SAMPLING) -> ConfigAddMetrics ->
+ * GetConfigImage -> GetNumOfPasses (must be 1) -> cuptiPmSamplingEnable -> SetConfig (GPU time
+ * interval trigger, keep-oldest hardware buffer) -> GetCounterDataSize + CounterDataImage
+ * Initialize -> Start, the forward, synchronize, Stop -> DecodeData -> GetCounterDataInfo ->
+ * per completed sample GetSampleInfo (window, %globaltimer ns) + EvaluateToGpuValues ->
+ * Disable, HostDeinitialize, cuptiProfilerDeInitialize. Every params struct is zeroed,
+ * structSize set, pPriv NULL. Sampling runs from Start to Stop: the samples before the first
+ * kernel and after the last are idle; timeline_align drops them.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <cupti_pmsampling.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_target.h>
+
+#include "check.h"
+#include "counters.h"
+#include "timeline.h"
+
+/* The PM hardware buffer (the size measured to work on the H200) and the counter data image's
+ * sample bounds: enough for twice the forward's wall time at the interval, plus slack for the
+ * idle samples around it; at most MAX_SAMPLES (a sample of five metrics takes tens of kB). */
+enum { HW_BUFFER_BYTES = 512 << 20, MIN_SAMPLES = 1024, MAX_SAMPLES = 16384 };
+
+static void unavailable(timeline *t, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void unavailable(timeline *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char why[sizeof t->why];
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    free(t->s);
+    t->s = NULL;
+    t->n = 0;
+    t->state = TIMELINE_UNAVAILABLE;
+    snprintf(t->why, sizeof t->why, "%s", why);
+}
+
+static void cupti_failed(timeline *t, const char *call, CUptiResult r)
+{
+    const char *m = NULL;
+    cuptiGetResultString(r, &m);
+    const char *hint = "";
+    if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+        hint = "; the driver restricts GPU performance counters to admin users "
+               "(NVreg_RestrictProfilingToAdminUsers)";
+    else if (r == CUPTI_ERROR_NOT_SUPPORTED)
+        hint = "; PM sampling needs compute capability 7.5+ (GPU time interval: not GA100)";
+    unavailable(t, "%s failed: %s%s", call, m ? m : "unknown CUPTI error", hint);
+}
+
+#define TRY(call, name) do { CUptiResult r_ = (call); if (r_ != CUPTI_SUCCESS) { \
+    cupti_failed(out, name, r_); goto done; } } while (0)
+
+void timeline_run(timeline *out, int device, uint64_t interval_ns, double forward_us,
+                  void (*forward)(void *arg), void *arg)
+{
+    timeline_set_state(out, TIMELINE_NOT_RUN, NULL);
+    out->interval_ns = interval_ns;
+    const char *owner = prof_cupti_owner();
+    if (owner) {
+        timeline_set_state(out, TIMELINE_OFF, owner);
+        return;
+    }
+    const char *names[TL_N];
+    for (int j = 0; j < TL_N; j++) names[j] = METRICS[TL_FIRST + j].cupti;
+    CUpti_Profiler_Host_Object *host = NULL;
+    CUpti_PmSampling_Object *pm = NULL;
+    uint8_t *avail = NULL, *config = NULL, *data = NULL;
+    int initialized = 0;
+
+    CUDA_CHECK(cudaDeviceSynchronize());
+    counters_preload_nvperf_host();
+    CUpti_Profiler_Initialize_Params init = { .structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE };
+    TRY(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");
+    initialized = 1;
+
+    CUpti_Device_GetChipName_Params chip = { .structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE };
+    chip.deviceIndex = (size_t)device;
+    TRY(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
+
+    CUpti_PmSampling_GetCounterAvailability_Params av = { .structSize = CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE };
+    av.deviceIndex = (size_t)device;
+    TRY(cuptiPmSamplingGetCounterAvailability(&av), "cuptiPmSamplingGetCounterAvailability");
+    avail = calloc(av.counterAvailabilityImageSize ? av.counterAvailabilityImageSize : 1, 1);
+    if (!avail) { unavailable(out, "out of host memory"); goto done; }
+    av.pCounterAvailabilityImage = avail;
+    TRY(cuptiPmSamplingGetCounterAvailability(&av), "cuptiPmSamplingGetCounterAvailability");
+
+    CUpti_Profiler_Host_Initialize_Params hi = { .structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE };
+    hi.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
+    hi.pChipName = chip.pChipName;
+    hi.pCounterAvailabilityImage = avail;
+    TRY(cuptiProfilerHostInitialize(&hi), "cuptiProfilerHostInitialize");
+    host = hi.pHostObject;
+    CUpti_Profiler_Host_ConfigAddMetrics_Params am = { .structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE };
+    am.pHostObject = host;
+    am.ppMetricNames = names;
+    am.numMetrics = TL_N;
+    TRY(cuptiProfilerHostConfigAddMetrics(&am), "cuptiProfilerHostConfigAddMetrics (the MP_PM rows)");
+    CUpti_Profiler_Host_GetConfigImageSize_Params cs = { .structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE };
+    cs.pHostObject = host;
+    TRY(cuptiProfilerHostGetConfigImageSize(&cs), "cuptiProfilerHostGetConfigImageSize");
+    config = calloc(cs.configImageSize ? cs.configImageSize : 1, 1);
+    if (!config) { unavailable(out, "out of host memory"); goto done; }
+    CUpti_Profiler_Host_GetConfigImage_Params ci = { .structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE };
+    ci.pHostObject = host;
+    ci.configImageSize = cs.configImageSize;
+    ci.pConfigImage = config;
+    TRY(cuptiProfilerHostGetConfigImage(&ci), "cuptiProfilerHostGetConfigImage");
+    CUpti_Profiler_Host_GetNumOfPasses_Params np = { .structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE };
+    np.configImageSize = cs.configImageSize;
+    np.pConfigImage = config;
+    TRY(cuptiProfilerHostGetNumOfPasses(&np), "cuptiProfilerHostGetNumOfPasses");
+    if (np.numOfPasses != 1) {
+        unavailable(out, "the timeline's metrics (the MP_PM rows of metrics.h) need %zu passes "
+                    "on %s; PM sampling takes one", np.numOfPasses, chip.pChipName);
+        goto done;
+    }
+
+    CUpti_PmSampling_Enable_Params en = { .structSize = CUpti_PmSampling_Enable_Params_STRUCT_SIZE };
+    en.deviceIndex = (size_t)device;
+    TRY(cuptiPmSamplingEnable(&en), "cuptiPmSamplingEnable");
+    pm = en.pPmSamplingObject;
+    CUpti_PmSampling_SetConfig_Params sc = { .structSize = CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE };
+    sc.pPmSamplingObject = pm;
+    sc.configSize = cs.configImageSize;
+    sc.pConfig = config;
+    sc.hardwareBufferSize = HW_BUFFER_BYTES;
+    sc.samplingInterval = interval_ns;
+    sc.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
+    sc.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+    TRY(cuptiPmSamplingSetConfig(&sc), "cuptiPmSamplingSetConfig");
+
+    /* The counter data image, sized from the forward's wall time. */
+    double want = 2.0 * forward_us * 1e3 / (double)interval_ns + MIN_SAMPLES;
+    if (!(want <= MAX_SAMPLES)) want = MAX_SAMPLES;
+    CUpti_PmSampling_GetCounterDataSize_Params ds = { .structSize = CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE };
+    ds.pPmSamplingObject = pm;
+    ds.pMetricNames = names;
+    ds.numMetrics = TL_N;
+    ds.maxSamples = (uint32_t)want;
+    TRY(cuptiPmSamplingGetCounterDataSize(&ds), "cuptiPmSamplingGetCounterDataSize");
+    data = calloc(ds.counterDataSize ? ds.counterDataSize : 1, 1);
+    if (!data) {
+        unavailable(out, "out of host memory (%zu bytes of counter data)", ds.counterDataSize);
+        goto done;
+    }
+    CUpti_PmSampling_CounterDataImage_Initialize_Params di = { .structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE };
+    di.pPmSamplingObject = pm;
+    di.counterDataSize = ds.counterDataSize;
+    di.pCounterData = data;
+    TRY(cuptiPmSamplingCounterDataImageInitialize(&di), "cuptiPmSamplingCounterDataImageInitialize");
+
+    CUpti_PmSampling_Start_Params st = { .structSize = CUpti_PmSampling_Start_Params_STRUCT_SIZE };
+    st.pPmSamplingObject = pm;
+    TRY(cuptiPmSamplingStart(&st), "cuptiPmSamplingStart");
+    forward(arg);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUpti_PmSampling_Stop_Params sp = { .structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE };
+    sp.pPmSamplingObject = pm;
+    TRY(cuptiPmSamplingStop(&sp), "cuptiPmSamplingStop");
+
+    CUpti_PmSampling_DecodeData_Params dd = { .structSize = CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE };
+    dd.pPmSamplingObject = pm;
+    dd.pCounterDataImage = data;
+    dd.counterDataImageSize = ds.counterDataSize;
+    /* Decode until the records end (one call, as measured; bounded in case CUPTI stops early). */
+    for (int k = 0; k < 8; k++) {
+        TRY(cuptiPmSamplingDecodeData(&dd), "cuptiPmSamplingDecodeData");
+        if (dd.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_OTHER) break;
+    }
+    out->overflow = dd.overflow || dd.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
+    CUpti_PmSampling_GetCounterDataInfo_Params info = { .structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE };
+    info.pCounterDataImage = data;
+    info.counterDataImageSize = ds.counterDataSize;
+    TRY(cuptiPmSamplingGetCounterDataInfo(&info), "cuptiPmSamplingGetCounterDataInfo");
+
+    out->s = calloc(info.numCompletedSamples ? info.numCompletedSamples : 1, sizeof *out->s);
+    if (!out->s) { unavailable(out, "out of host memory"); goto done; }
+    for (size_t i = 0; i < info.numCompletedSamples; i++) {
+        CUpti_PmSampling_CounterData_GetSampleInfo_Params si = { .structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE };
+        si.pPmSamplingObject = pm;
+        si.pCounterDataImage = data;
+        si.counterDataImageSize = ds.counterDataSize;
+        si.sampleIndex = i;
+        TRY(cuptiPmSamplingCounterDataGetSampleInfo(&si), "cuptiPmSamplingCounterDataGetSampleInfo");
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = { .structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE };
+        tl_sample *s = &out->s[out->n];
+        ev.pHostObject = host;
+        ev.pCounterDataImage = data;
+        ev.counterDataImageSize = ds.counterDataSize;
+        ev.rangeIndex = i;
+        ev.ppMetricNames = names;
+        ev.numMetrics = TL_N;
+        ev.pMetricValues = s->v;
+        TRY(cuptiProfilerHostEvaluateToGpuValues(&ev), "cuptiProfilerHostEvaluateToGpuValues");
+        s->start_ns = si.startTimestamp;
+        s->end_ns = si.endTimestamp;
+        out->n++;
+    }
+    out->state = TIMELINE_ON;
+    out->why[0] = '\0';
+
+done:
+    if (pm) {
+        CUpti_PmSampling_Disable_Params d = { .structSize = CUpti_PmSampling_Disable_Params_STRUCT_SIZE };
+        d.pPmSamplingObject = pm;
+        (void)cuptiPmSamplingDisable(&d);
+    }
+    if (host) {
+        CUpti_Profiler_Host_Deinitialize_Params d = { .structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE };
+        d.pHostObject = host;
+        (void)cuptiProfilerHostDeinitialize(&d);
+    }
+    if (initialized) {
+        CUpti_Profiler_DeInitialize_Params d = { .structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE };
+        (void)cuptiProfilerDeInitialize(&d);
+    }
+    free(avail);
+    free(config);
+    free(data);
+    if (out->state == TIMELINE_UNAVAILABLE)
+        fprintf(stderr, "timeline: unavailable: %s; the timeline reads -\n", out->why);
+}
