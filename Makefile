@@ -21,9 +21,9 @@ endif
 INC  := -I$(CUDA_HOME)/include -I$(CUDA_HOME)/extras/CUPTI/include -Icommon
 LIBDIRS := $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/extras/CUPTI/lib64)
 LDFLAGS := $(addprefix -L,$(LIBDIRS)) $(addprefix -Xlinker -rpath=,$(LIBDIRS))
-# The harness (common/*.c): CUPTI, the CUDA runtime, libdl, libm. Every stage and the unit tests
-# link it; a stage adds its own libraries below (<stage>_LIBS).
-HARNESS_LIBS := -lcupti -lcudart -ldl -lm
+# The harness (common/*.c): CUPTI, the CUDA runtime, libpthread, libdl, libm. Every stage and the
+# unit tests link it; a stage adds its own libraries below (<stage>_LIBS).
+HARNESS_LIBS := -lcupti -lcudart -lpthread -ldl -lm
 
 # cuDNN, for 06_cudnn alone: its headers and library under CUDNN_HOME if set, else wherever the
 # compiler and linker find them (the system paths, or CUDA_HOME where cuDNN is installed there).
@@ -32,7 +32,7 @@ CUDNN_LIBDIRS := $(if $(CUDNN_HOME),$(wildcard $(CUDNN_HOME)/lib $(CUDNN_HOME)/l
 CUDNN_LDFLAGS := $(addprefix -L,$(CUDNN_LIBDIRS)) $(addprefix -Xlinker -rpath=,$(CUDNN_LIBDIRS))
 
 WERROR  := $(if $(filter true,$(CI)),-Werror,)
-CFLAGS  := -std=c11 -Itests/unit -Icommon/c_shim -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
+CFLAGS  := -std=c11 -pthread -Itests/unit -Icommon/c_shim -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
 # -Xptxas -warn-spills: ptxas warns when a kernel spills registers to local memory; under CI
 # (CI=true) -Xptxas -Werror makes that warning an error, so a kernel that spills fails the build.
 NVFLAGS := -O3 -std=c++17 $(ARCH) -lineinfo -Xcompiler -Wall,-Wextra $(if $(WERROR),-Xcompiler -Werror,) \
