@@ -1204,12 +1204,23 @@ fake_sanitizer() {
 
 @test "sanitize.sh: a run still going after SANITIZE_TIMEOUT is killed and FAILs, naming the limit" {
     [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
-    fake_sanitizer 'sleep 30'
+    # --version answers; a run hangs (exec: the limit's signal reaches the sleep itself)
+    fake_sanitizer '[ "$1" = --version ] && { echo "fake version 1"; exit 0; }; exec sleep 30'
     run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
         SANITIZE_TIMEOUT=1 SANITIZE_TOOLS=memcheck SANITIZE_SHAPES=1x2x77x64 SANITIZE_STAGES=01_naive \
         SANITIZE_LOGS="$BATS_TEST_TMPDIR/logs" bash "$ROOT/tests/sanitize.sh"
     [ "$status" -eq 1 ]
     [[ "$output" == *"FAIL 01_naive memcheck 1x2x77x64: still running after 1 s, killed (SANITIZE_TIMEOUT)"* ]]
+}
+
+@test "sanitize.sh: a sanitizer whose --version hangs is killed after SANITIZE_TIMEOUT: exit 2, one line" {
+    fake_sanitizer 'exec sleep 30'
+    run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
+        SANITIZE_TIMEOUT=1 SANITIZE_TOOLS=memcheck SANITIZE_SHAPES=1x2x77x64 SANITIZE_STAGES=01_naive \
+        SANITIZE_LOGS="$BATS_TEST_TMPDIR/logs" bash "$ROOT/tests/sanitize.sh"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: $BATS_TEST_TMPDIR/bin/fake-sanitizer --version still running after 1 s, killed (SANITIZE_TIMEOUT)" ]
+    [ -z "$output" ]
 }
 
 @test "sanitize.sh: racecheck and synccheck track 1024 cuda::barriers per block, memcheck is not given the flag" {

@@ -171,7 +171,13 @@ fi
 export ATTN_SANITIZE=1
 
 mkdir -p "$logs" 2>/dev/null || bad "SANITIZE_LOGS=$logs: cannot create it"
-echo "sanitize: $("$san" --version 2>/dev/null | grep -m1 -iE 'version' || echo "$san")"
+# The tool's version, under the same time limit as a run: a tool that hangs stops here (exit 2).
+version=$(timeout -k 10 "$run_timeout" "$san" --version 2>/dev/null)
+vrc=$?
+if [ $vrc -eq 124 ] || [ $vrc -eq 137 ]; then
+    bad "$san --version still running after ${run_timeout} s, killed (SANITIZE_TIMEOUT)"
+fi
+echo "sanitize: $(printf '%s\n' "$version" | grep -m1 -iE 'version' || echo "$san")"
 failed=0 ran=0 skipped=0
 for stage in $stages; do
     if [ ! -x "$stage/run" ]; then
