@@ -32,7 +32,7 @@ CUDNN_LIBDIRS := $(if $(CUDNN_HOME),$(wildcard $(CUDNN_HOME)/lib $(CUDNN_HOME)/l
 CUDNN_LDFLAGS := $(addprefix -L,$(CUDNN_LIBDIRS)) $(addprefix -Xlinker -rpath=,$(CUDNN_LIBDIRS))
 
 WERROR  := $(if $(filter true,$(CI)),-Werror,)
-CFLAGS  := -std=c11 -pthread -Itests/unit -Icommon/c_shim -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
+CFLAGS  := -std=c11 -pthread -Icommon/c_shim -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
 # -Xptxas -warn-spills: ptxas warns when a kernel spills registers to local memory; under CI
 # (CI=true) -Xptxas -Werror makes that warning an error, so a kernel that spills fails the build.
 NVFLAGS := -O3 -std=c++17 $(ARCH) -lineinfo -Xcompiler -Wall,-Wextra $(if $(WERROR),-Xcompiler -Werror,) \
@@ -129,7 +129,9 @@ $(1)/run: $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard $(1)/*.cu)) $(patsubst %.c,
 endef
 $(foreach s,$(STAGES),$(eval $(call STAGE_RULES,$(s))))
 
-# CPU-only unit tests of common/ (tests/common.bats drives it): the harness alone.
+# CPU-only unit tests of common/ (tests/common.bats drives it): the harness alone. Only their own
+# objects see tests/unit/ on the include path.
+$(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)): CFLAGS += -Itests/unit
 $(UNIT): $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)) $(COMMON_OBJ)
 	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) -Xlinker --as-needed $(HARNESS_LIBS)
 
