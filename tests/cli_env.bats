@@ -180,3 +180,42 @@ VERBOSE_FORMS="expected 0 (quiet, the default, also when unset) or 1 (print each
     [ "$status" -eq 0 ]
     [ "$(printf '%s\n' "$output" | grep -c 'this stage runs head_dim 8 to 256 in steps of 8$')" -eq 1 ]
 }
+
+# ---- ATTN_* names: a typo exits 2, another stage's setting warns ------------------------------
+COURSE_ENV="ATTN_GEMM_ALGO, ATTN_GEMM_VERBOSE, ATTN_GEMM_WORKSPACE, ATTN_SANITIZE"
+
+@test "an ATTN_* name the course does not know (a typo) exits 2 before the device, naming the settings" {
+    for name in ATTN_GEMM_VERBSE ATTN_FOO ATTN_; do
+        run --separate-stderr env "$name=1" "$ROOT/01_naive/run" "${BIG[@]}"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "$name is not a setting of this course (the ATTN_* settings: $COURSE_ENV; 01_naive reads $COURSE_ENV)" ]
+        [ -z "$output" ]
+    done
+    run --separate-stderr env ATTN_FOO=1 "$ROOT/03_math/run" --seq 1 --head-dim 2000
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "--head-dim: 2000 is out of range"* ]]
+    run --separate-stderr env ATTN_FOO=1 "$ROOT/03_math/run" --trace none
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "ATTN_FOO is not a setting of this course (the ATTN_* settings: $COURSE_ENV; 03_math reads ATTN_SANITIZE)" ]
+}
+
+@test "another stage's ATTN_* setting: one warning line, then the run goes on (here to the shape check)" {
+    run --separate-stderr env ATTN_GEMM_ALGO=99 "$ROOT/03_math/run" --batch 65535 --heads 65535 --seq 1048576 --head-dim 1024 --trace none
+    [ "${#stderr_lines[@]}" -ge 1 ]
+    [ "${stderr_lines[0]}" = "warning: 03_math does not read ATTN_GEMM_ALGO, it is ignored here (03_math reads ATTN_SANITIZE)" ]
+    run --separate-stderr env ATTN_GEMM_ALGO=1 "$ROOT/01_naive/run" "${BIG[@]}"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "$BIG_LINE" ]
+}
+
+@test "--help names the ATTN_* settings and says what a typo and another stage's setting do" {
+    run env ATTN_FOO=1 "$ROOT/03_math/run" --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"An ATTN_* name"$'\n'"the course does not know (a typo) exits 2 too, naming the ones that exist"* ]]
+    [[ "$output" == *"one that only"$'\n'"other stages read prints a warning and is ignored."* ]]
+}
+
+@test "the README's settings table lists exactly the course's ATTN_* settings" {
+    run bash -c "grep -o '^| \`ATTN_[A-Z_]*\`' '$ROOT/README.md' | tr -d '|\` ' | sort | paste -sd, | sed 's/,/, /g'"
+    [ "$output" = "$COURSE_ENV" ]
+}
