@@ -25,7 +25,7 @@ stages' flags refuse such as 99999999999x1x1x1, ATTN_SANITIZE other than unset, 
 that cannot be created or written, a SUMMARY_FILE that is not UTF-8 text) or no CUDA device: one
 line on stderr, nothing written; bad input is reported before the device is looked at.
 `preflight` checks what `run` would check before its first stage (ATTN_SANITIZE, the shape, then
-the device) and prints the reason on stdout without the "compare: " prefix, exit 2, or nothing,
+the device) and prints the reason on stderr without the "compare: " prefix, exit 2, or nothing,
 exit 0: make compare puts that line in its one "*** make compare: ..." line.
 Python 3 standard library only.
 """
@@ -46,14 +46,14 @@ STAGE_TIMEOUT_S = 600
 TAIL_KEY = {"idea": "text", "unsupported": "message", "failed": "message", "notbuilt": "message"}
 
 
-PREFLIGHT = False   # `preflight` mode: die() prints the bare reason on stdout (for make)
+PREFLIGHT = False   # `preflight` mode: die() prints the bare reason on stderr (for make)
 
 
 def die(msg, code=2):
     """One line on stderr, then exit (2: bad input or no device). Under `preflight` the reason
-    alone on stdout, for make's $(error)."""
+    alone, without the prefix, for make's $(error)."""
     if PREFLIGHT:
-        print(" ".join(msg.split()), flush=True)
+        print(" ".join(msg.split()), file=sys.stderr, flush=True)
     else:
         print(f"compare: {' '.join(msg.split())}", file=sys.stderr, flush=True)
     sys.exit(code)
@@ -667,13 +667,13 @@ def main(argv):
     r.add_argument("--shape", default=BLOG_SHAPE, help="BxHxSxD (default the blog's 8x16x1024x64)")
     r.add_argument("--outdir", default=os.path.join(ROOT, "traces"), help="default traces/")
     p = sub.add_parser("preflight", help="make compare's checks (ATTN_SANITIZE, shape, device); "
-                       "the reason on stdout, exit 2")
+                       "the reason on stderr, exit 2")
     p.add_argument("--shape", default=BLOG_SHAPE, help="BxHxSxD (default the blog's 8x16x1024x64)")
     g = sub.add_parser("render", help="render saved summary lines (no GPU needed)")
     g.add_argument("summary_file")
     g.add_argument("outdir")
     if argv[:1] == ["preflight"]:
-        PREFLIGHT = True           # argparse errors too: one bare line on stdout
+        PREFLIGHT = True           # argparse errors too: one bare line on stderr
     a = ap.parse_args(argv)
     if a.mode in ("run", "preflight"):
         shape = a.shape.strip().lower()

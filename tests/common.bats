@@ -1338,14 +1338,14 @@ sanitize_bad() {
     [ "$stderr" = "sanitize: SANITIZE_STAGES: '../tests' is not a stage (a NN_x directory such as 05_flash)" ]
 }
 
-@test "sanitize.sh: an argument is refused with one line; --preflight prints the bare reason on stdout" {
+@test "sanitize.sh: an argument is refused with one line; --preflight prints the bare reason on stderr" {
     run --separate-stderr bash "$ROOT/tests/sanitize.sh" --fast
     [ "$status" -eq 2 ]
     [ "$stderr" = "sanitize: takes no arguments (got '--fast'); set SANITIZE_* variables instead (see tests/sanitize.sh)" ]
     run --separate-stderr env SANITIZE_TIMEOUT=0 bash "$ROOT/tests/sanitize.sh" --preflight
     [ "$status" -eq 2 ]
-    [ "$output" = "SANITIZE_TIMEOUT=0: seconds per run must be 1 to 86400" ]
-    [ -z "$stderr" ]
+    [ "$stderr" = "SANITIZE_TIMEOUT=0: seconds per run must be 1 to 86400" ]
+    [ -z "$output" ]
 }
 
 @test "sanitize.sh --preflight with a (fake) GPU and sanitizer: silent, exit 0, nothing run" {

@@ -55,7 +55,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 # bash tests/sanitize.sh --preflight: the checks below (the variables, the GPU, the tool) and
-# nothing else; the reason on stdout without the "sanitize: " prefix, exit 2 (make sanitize puts
+# nothing else; the reason on stderr without the "sanitize: " prefix, exit 2 (make sanitize puts
 # it into its one "*** make sanitize: ..." line before building anything); silent, exit 0 when a
 # run could start.
 preflight=0
@@ -66,9 +66,9 @@ elif [ $# -gt 0 ]; then
     exit 2
 fi
 
-# bad REASON: one line (stderr, or stdout under --preflight), exit 2.
+# bad REASON: one line on stderr ("sanitize: REASON", the bare REASON under --preflight), exit 2.
 bad() {
-    if [ $preflight -eq 1 ]; then echo "$1"; else echo "sanitize: $1" >&2; fi
+    if [ $preflight -eq 1 ]; then echo "$1" >&2; else echo "sanitize: $1" >&2; fi
     exit 2
 }
 
