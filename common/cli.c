@@ -61,7 +61,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
     fprintf(out,
             "usage: %s [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]\n"
             "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--no-counters] [--quiet]\n"
-            "       [--help]%s%s\n"
+            "       [--validate] [--help]%s%s\n"
             "\n"
             "%s: %s\n"
             "Causal attention O = softmax(Q·Kᵀ/sqrt(D) + mask)·V, bf16 [batch, heads, seq, head_dim],\n"
@@ -83,6 +83,10 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "                    Profiler, after timing and tracing): counters and dram_read/\n"
             "                    dram_write read -\n"
             "  --quiet           print only the summary line\n"
+            "  --validate        check the flags, the environment, the shape (what this stage runs\n"
+            "                    without asking the device) and the trace path, then exit: 0 and\n"
+            "                    nothing printed, or 2 and the one line a run would print; no device\n"
+            "                    is looked for (make compare, make sanitize and bench/ ask this)\n"
             "%s%s"
             "  --help            this text\n"
             "A value follows its flag (--seq 128) or an '=' (--seq=128); numbers are decimal digits\n"
@@ -269,6 +273,10 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
         } else if (!strcmp(a, "--quiet")) {
             no_value(a, inline_val, arg);
             o->quiet = 1;
+            took_value = 0;
+        } else if (!strcmp(a, "--validate")) {
+            no_value(a, inline_val, arg);
+            o->validate = 1;
             took_value = 0;
         } else if (!strcmp(a, "--no-counters")) {
             no_value(a, inline_val, arg);

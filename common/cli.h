@@ -18,6 +18,8 @@ typedef struct {
     int quiet;             /* --quiet: no table, only the summary line */
     int poison_q;          /* --poison-q ROW: NaN planted in Q row ROW of (0, 0); -1 = none */
     int no_counters;       /* --no-counters: skip the counter pass (counters read -) */
+    int validate;          /* --validate: check the input (flags, environment, shape, trace path)
+                            * and exit 0 or 2 before the device is looked for */
     int sanitize;          /* environment ATTN_SANITIZE=1 (make sanitize, under compute-sanitizer):
                             * no profiler, no timing, no trace */
 } run_options;

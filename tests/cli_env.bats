@@ -219,3 +219,30 @@ COURSE_ENV="ATTN_GEMM_ALGO, ATTN_GEMM_VERBOSE, ATTN_GEMM_WORKSPACE, ATTN_SANITIZ
     run bash -c "grep -o '^| \`ATTN_[A-Z_]*\`' '$ROOT/README.md' | tr -d '|\` ' | sort | paste -sd, | sed 's/,/, /g'"
     [ "$output" = "$COURSE_ENV" ]
 }
+
+# ---- --validate: the input checks alone, no device -------------------------------------------
+
+@test "--validate: good input exits 0 with nothing printed, on a machine with or without a GPU" {
+    for s in 01_naive 03_math 04_efficient 06_cudnn; do
+        run --separate-stderr "$ROOT/$s/run" --validate --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ -z "$stderr" ]
+    done
+}
+
+@test "--validate: a bad flag, a shape the stage refuses, a bad setting: exit 2 and the run's own line" {
+    run --separate-stderr "$ROOT/01_naive/run" --validate --seq 2000000
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--seq: 2000000 is out of range (expected 1 to 1048576)" ]
+    run --separate-stderr "$ROOT/04_efficient/run" --validate --head-dim 80
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "head_dim 80 is not supported by 04_efficient (supported: 64, 128)" ]
+    run --separate-stderr env ATTN_SANITIZE=2 "$ROOT/05_flash/run" --validate
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "ATTN_SANITIZE must be 0 or 1 (got '2')" ]
+    run --separate-stderr "$ROOT/05_flash/run" --validate=1
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--validate takes no value (got '--validate=1')" ]
+    [ -z "$output" ]
+}
