@@ -166,14 +166,18 @@ SANITIZE_BAD   = $(shell $(call CMDLINE_ENV,$(SANITIZE_VARS)) CUDA_HOME='$(subst
 # make compare [SHAPE=BxHxSxD]: every stage at one shape (default the blog's 8x16x1024x64), one
 # table "at a glance"; also traces/compare.md and traces/compare.svg (bench/compare.py). GPU only.
 # The recipe is the script alone: make's status follows its exit status.
-compare: all
+# The check comes first, then the build (make expands the whole recipe before its first line):
+# a bad SHAPE on a fresh clone is reported before anything is compiled.
+compare:
 	$(if $(COMPARE_BAD),$(error make compare: $(COMPARE_BAD)))
+	@$(MAKE) --no-print-directory all
 	python3 bench/compare.py run $(SHAPE_ARG)
 
 # make sanitize: compute-sanitizer memcheck, racecheck, synccheck and initcheck on every stage at
 # small odd shapes
 # (tests/sanitize.sh; logs under build/sanitize). Fails on any reported error. GPU only.
-sanitize: all
+# Checked first, then built, as make compare.
+sanitize:
 	$(if $(SANITIZE_BAD),$(error make sanitize: $(SANITIZE_BAD)))
-	@$(MAKE) --no-print-directory 07_hopper/run_racecheck
+	@$(MAKE) --no-print-directory all 07_hopper/run_racecheck
 	CUDA_HOME='$(subst ','\'',$(CUDA_HOME))' bash tests/sanitize.sh

@@ -894,6 +894,19 @@ fake_gpu() {
     done
 }
 
+@test "make compare SHAPE=1x1 and a bad make sanitize setting are refused before anything is compiled" {
+    # an empty build directory stands for a fresh clone: the check must come before the build
+    b="$BATS_TEST_TMPDIR/build"
+    run --separate-stderr make -s -C "$ROOT" --no-print-directory compare SHAPE=1x1 BUILD="$b"
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "Makefile:"*": *** make compare: --shape '1x1' is not BxHxSxD with positive integers (e.g. 8x16x1024x64).  Stop." ]]
+    [ -z "$(find "$b" -name '*.o' 2>/dev/null)" ]
+    run --separate-stderr make -s -C "$ROOT" --no-print-directory sanitize SANITIZE_TOOLS=bogus BUILD="$b"
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "Makefile:"*": *** make sanitize: SANITIZE_TOOLS: 'bogus' is not memcheck, racecheck, synccheck or initcheck.  Stop." ]]
+    [ -z "$(find "$b" -name '*.o' 2>/dev/null)" ]
+}
+
 # ---- reference attention and the generator (CPU only) ---------------------------------------
 @test "reference: equal scores (Q = 0) give the running mean of V" {
     run "$ROOT/build/common_unit" ref-equal-scores
