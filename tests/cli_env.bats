@@ -6,13 +6,7 @@
 load helpers
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-    make -s -C "$BATS_TEST_DIRNAME/.." build/common_unit
-}
-
-setup() {
-    UNIT="$ROOT/build/common_unit"
-}
+setup_file() { build_unit; }
 
 # A shape 01 and 02 refuse before the device (batch x heads over cuBLASLt's int32 batch count,
 # eager_supports with prop = NULL): an environment that passes the check reaches this line, on

@@ -6,13 +6,7 @@
 load helpers
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-    make -s -C "$BATS_TEST_DIRNAME/.." build/common_unit
-}
-
-setup() {
-    UNIT="$ROOT/build/common_unit"
-}
+setup_file() { build_unit; }
 
 # ---- occupancy (H200 properties: unit_h200_props, tests/unit/profiler_tests.c) ---------------
 
