@@ -83,8 +83,8 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "                    Profiler, after timing and tracing): counters and dram_read/\n"
             "                    dram_write read -\n"
             "  --quiet           print only the summary line\n"
-            "  --validate        check the flags, the environment, the shape (what this stage runs\n"
-            "                    without asking the device) and the trace path, then exit: 0 and\n"
+            "  --validate        check the flags, the environment, the shape (as far as it can be\n"
+            "                    checked without the device) and the trace path, then exit: 0 and\n"
             "                    nothing printed, or 2 and the one line a run would print; no device\n"
             "                    is looked for (make compare, make sanitize and bench/ ask this)\n"
             "%s%s"
@@ -99,10 +99,9 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "                    checked as in a normal run: a bad one exits 2); 0 or unset: a\n"
             "                    normal run\n"
             "An ATTN_* setting unset takes its default; a value other than the forms above (an empty\n"
-            "one too) prints one line and exits 2, before the device is looked for. An ATTN_* name\n"
-            "the course does not know (a typo) exits 2 too, naming the ones that exist\n"
-            "(ATTN_GEMM_ALGO, ATTN_GEMM_VERBOSE, ATTN_GEMM_WORKSPACE, ATTN_SANITIZE); one that only\n"
-            "other stages read prints a warning and is ignored.\n",
+            "one too) prints one line and exits 2, before the device is looked for.\n"
+            "An ATTN_* name no stage reads (a typo) exits 2 too, naming the settings that exist;\n"
+            "one that only other stages read prints a warning and is ignored.\n",
             prog, stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",
             stage->name, stage->idea, dims, stage->name,
             stage->flag_help ? stage->flag_help : "", stage->flag_help ? "\n" : "",
