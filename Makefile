@@ -21,9 +21,9 @@ endif
 INC  := -I$(CUDA_HOME)/include -I$(CUDA_HOME)/extras/CUPTI/include -Icommon
 LIBDIRS := $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/extras/CUPTI/lib64)
 LDFLAGS := $(addprefix -L,$(LIBDIRS)) $(addprefix -Xlinker -rpath=,$(LIBDIRS))
-# The harness (common/*.c): CUPTI, the CUDA runtime, libdl, libm. Every stage and the unit tests
-# link it; a stage adds its own libraries below (<stage>_LIBS).
-HARNESS_LIBS := -lcupti -lcudart -ldl -lm
+# The harness (common/*.c): CUPTI, the CUDA runtime, libpthread, libdl, libm. Every stage and the
+# unit tests link it; a stage adds its own libraries below (<stage>_LIBS).
+HARNESS_LIBS := -lcupti -lcudart -lpthread -ldl -lm
 
 # cuDNN, for 06_cudnn alone: its headers and library under CUDNN_HOME if set, else wherever the
 # compiler and linker find them (the system paths, or CUDA_HOME where cuDNN is installed there).
@@ -32,7 +32,7 @@ CUDNN_LIBDIRS := $(if $(CUDNN_HOME),$(wildcard $(CUDNN_HOME)/lib $(CUDNN_HOME)/l
 CUDNN_LDFLAGS := $(addprefix -L,$(CUDNN_LIBDIRS)) $(addprefix -Xlinker -rpath=,$(CUDNN_LIBDIRS))
 
 WERROR  := $(if $(filter true,$(CI)),-Werror,)
-CFLAGS  := -std=c11 -Itests/unit -Icommon/c_shim -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
+CFLAGS  := -std=c11 -pthread -Icommon/c_shim -O2 -Wall -Wextra $(WERROR) -D_POSIX_C_SOURCE=200809L $(INC)
 # -Xptxas -warn-spills: ptxas warns when a kernel spills registers to local memory; under CI
 # (CI=true) -Xptxas -Werror makes that warning an error, so a kernel that spills fails the build.
 NVFLAGS := -O3 -std=c++17 $(ARCH) -lineinfo -Xcompiler -Wall,-Wextra $(if $(WERROR),-Xcompiler -Werror,) \
@@ -129,7 +129,9 @@ $(1)/run: $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard $(1)/*.cu)) $(patsubst %.c,
 endef
 $(foreach s,$(STAGES),$(eval $(call STAGE_RULES,$(s))))
 
-# CPU-only unit tests of common/ (tests/common.bats drives it): the harness alone.
+# CPU-only unit tests of common/ (tests/common.bats drives it): the harness alone. Only their own
+# objects see tests/unit/ on the include path.
+$(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)): CFLAGS += -Itests/unit
 $(UNIT): $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)) $(COMMON_OBJ)
 	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) -Xlinker --as-needed $(HARNESS_LIBS)
 
@@ -164,14 +166,18 @@ SANITIZE_BAD   = $(shell $(call CMDLINE_ENV,$(SANITIZE_VARS)) CUDA_HOME='$(subst
 # make compare [SHAPE=BxHxSxD]: every stage at one shape (default the blog's 8x16x1024x64), one
 # table "at a glance"; also traces/compare.md and traces/compare.svg (bench/compare.py). GPU only.
 # The recipe is the script alone: make's status follows its exit status.
-compare: all
+# The check comes first, then the build (make expands the whole recipe before its first line):
+# a bad SHAPE on a fresh clone is reported before anything is compiled.
+compare:
 	$(if $(COMPARE_BAD),$(error make compare: $(COMPARE_BAD)))
+	@$(MAKE) --no-print-directory all
 	python3 bench/compare.py run $(SHAPE_ARG)
 
 # make sanitize: compute-sanitizer memcheck, racecheck, synccheck and initcheck on every stage at
 # small odd shapes
 # (tests/sanitize.sh; logs under build/sanitize). Fails on any reported error. GPU only.
-sanitize: all
+# Checked first, then built, as make compare.
+sanitize:
 	$(if $(SANITIZE_BAD),$(error make sanitize: $(SANITIZE_BAD)))
-	@$(MAKE) --no-print-directory 07_hopper/run_racecheck
+	@$(MAKE) --no-print-directory all 07_hopper/run_racecheck
 	CUDA_HOME='$(subst ','\'',$(CUDA_HOME))' bash tests/sanitize.sh

@@ -25,7 +25,7 @@ stages' flags refuse such as 99999999999x1x1x1, ATTN_SANITIZE other than unset, 
 that cannot be created or written, a SUMMARY_FILE that is not UTF-8 text) or no CUDA device: one
 line on stderr, nothing written; bad input is reported before the device is looked at.
 `preflight` checks what `run` would check before its first stage (ATTN_SANITIZE, the shape, then
-the device) and prints the reason on stdout without the "compare: " prefix, exit 2, or nothing,
+the device) and prints the reason on stderr without the "compare: " prefix, exit 2, or nothing,
 exit 0: make compare puts that line in its one "*** make compare: ..." line.
 Python 3 standard library only.
 """
@@ -37,23 +37,21 @@ import subprocess
 import sys
 from xml.sax.saxutils import escape
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)\Z")
-STAGE_RE = re.compile(r"^[0-9][0-9]_[A-Za-z0-9_]+$")
+from benchlib import ROOT, SHAPE_RE, STAGE_RE, dir_problem, sanitize_env_problem, shape_flag_problem
 BLOG_SHAPE = "8x16x1024x64"
 STAGE_TIMEOUT_S = 600
 # Line kinds whose last field runs to the end of the line (it holds spaces).
 TAIL_KEY = {"idea": "text", "unsupported": "message", "failed": "message", "notbuilt": "message"}
 
 
-PREFLIGHT = False   # `preflight` mode: die() prints the bare reason on stdout (for make)
+PREFLIGHT = False   # `preflight` mode: die() prints the bare reason on stderr (for make)
 
 
 def die(msg, code=2):
     """One line on stderr, then exit (2: bad input or no device). Under `preflight` the reason
-    alone on stdout, for make's $(error)."""
+    alone, without the prefix, for make's $(error)."""
     if PREFLIGHT:
-        print(" ".join(msg.split()), flush=True)
+        print(" ".join(msg.split()), file=sys.stderr, flush=True)
     else:
         print(f"compare: {' '.join(msg.split())}", file=sys.stderr, flush=True)
     sys.exit(code)
@@ -64,48 +62,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         die(f"{message} (bench/compare.py --help)")
-
-
-def check_sanitize_env(prog):
-    """ATTN_SANITIZE must be unset, 0 or 1 (the stages refuse anything else): its own line, before
-    any stage runs, rather than a stage's refusal blamed on the shape. Returns the reason or None."""
-    v = os.environ.get("ATTN_SANITIZE")
-    if v is not None and v not in ("0", "1"):
-        return f"ATTN_SANITIZE={v!r} must be unset, 0 or 1 ({prog} runs the stages, which refuse it)"
-    return None
-
-
-def output_dir_problem(path, what):
-    """Why the directory PATH cannot hold our files, or None: an existing directory must take a new
-    file; a missing one, its nearest existing parent a new directory (a temporary file or
-    directory is created and removed: nothing is left, nothing created before the runs)."""
-    import tempfile
-    if not path:
-        return f"{what} is empty"
-    if "\0" in path:
-        return f"{what} {path!r} holds a NUL byte"
-    try:
-        if os.path.exists(path):
-            if not os.path.isdir(path):
-                return f"{what} {path} is not a directory"
-            try:
-                with tempfile.TemporaryFile(dir=path):
-                    pass
-            except OSError as e:
-                return f"{what} {path}: cannot write there ({e.strerror or e})"
-            return None
-        parent = os.path.dirname(os.path.abspath(path))
-        while not os.path.exists(parent):
-            parent = os.path.dirname(parent)
-        if not os.path.isdir(parent):
-            return f"{what} {path}: {parent} is not a directory"
-    except OSError as e:
-        return f"{what} {path}: {e.strerror or e}"
-    try:
-        os.rmdir(tempfile.mkdtemp(dir=parent))
-    except OSError as e:
-        return f"{what} {path}: cannot create a directory in {parent} ({e.strerror or e})"
-    return None
 
 
 # ---- summary lines ---------------------------------------------------------------------------
@@ -507,7 +463,7 @@ def render(lines, outdir):
     rows = load_rows(lines)
     if not rows:
         die("no summary lines (lines starting 'result stage=...') to render")
-    problem = output_dir_problem(outdir, "OUTDIR")
+    problem = dir_problem(outdir, "OUTDIR")
     if problem:
         die(problem)
     files = {"compare.md": markdown(rows), "compare.svg": svg_chart(rows),
@@ -541,28 +497,6 @@ def one_line(text):
     return lines[-1] if lines else "(no message)"
 
 
-def check_shape_flags(found, shape, values):
-    """Bad input before any run: the first built stage parses the shape flags with no device
-    visible (CUDA_VISIBLE_DEVICES empty), so it stops at its device probe at the latest, with no
-    GPU work (--help cannot serve: it exits 0 whatever the other flags hold). A flag's refusal
-    (exit 2, "--batch: ... out of range") exits 2 with that line."""
-    for stage in found:
-        exe = os.path.join(ROOT, stage, "run")
-        if not os.access(exe, os.X_OK):
-            continue
-        flags = [x for f, v in zip(["--batch", "--heads", "--seq", "--head-dim"], values) for x in (f, v)]
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-        try:
-            p = subprocess.run([exe] + flags + ["--trace", "none"], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return
-        line = one_line(p.stderr)
-        if p.returncode == 2 and line.startswith("--"):
-            die(f"--shape {shape}: {line}; nothing was written")
-        return
-
-
 def die_no_gpu(reason):
     """No usable CUDA device (reason: the stages' "no CUDA device: ..." line): exit 2."""
     die(f"{reason}. `make compare` needs an NVIDIA GPU (it runs the stages on a GPU machine); "
@@ -590,19 +524,21 @@ def check_device():
 def preflight(shape, outdir=None):
     """What `run` checks before its first stage, bad input first: ATTN_SANITIZE, the shape (its
     form, then the stages' own flag limits), the output directory, then the device."""
-    reason = check_sanitize_env("compare")
+    reason = sanitize_env_problem("compare")
     if reason:
         die(reason)
     if not SHAPE_RE.match(shape):
         die(f"--shape {shape!r} is not BxHxSxD with positive integers (e.g. {BLOG_SHAPE})")
     if outdir is not None:
-        problem = output_dir_problem(outdir, "--outdir")
+        problem = dir_problem(outdir, "--outdir")
         if problem:
             die(problem)
     found = stages()
     if not found:
         die(f"no stage directories (NN_x/) under {ROOT}")
-    check_shape_flags(found, shape, list(SHAPE_RE.match(shape).groups()))
+    problem = shape_flag_problem(SHAPE_RE.match(shape).groups())
+    if problem:
+        die(f"--shape {shape}: {problem}; nothing was written")
     check_device()
     return found
 
@@ -667,18 +603,18 @@ def main(argv):
     r.add_argument("--shape", default=BLOG_SHAPE, help="BxHxSxD (default the blog's 8x16x1024x64)")
     r.add_argument("--outdir", default=os.path.join(ROOT, "traces"), help="default traces/")
     p = sub.add_parser("preflight", help="make compare's checks (ATTN_SANITIZE, shape, device); "
-                       "the reason on stdout, exit 2")
+                       "the reason on stderr, exit 2")
     p.add_argument("--shape", default=BLOG_SHAPE, help="BxHxSxD (default the blog's 8x16x1024x64)")
     g = sub.add_parser("render", help="render saved summary lines (no GPU needed)")
     g.add_argument("summary_file")
     g.add_argument("outdir")
     if argv[:1] == ["preflight"]:
-        PREFLIGHT = True           # argparse errors too: one bare line on stdout
+        PREFLIGHT = True           # argparse errors too: one bare line on stderr
     a = ap.parse_args(argv)
     if a.mode in ("run", "preflight"):
         shape = a.shape.strip().lower()
         if not SHAPE_RE.match(shape):
-            reason = check_sanitize_env("compare")
+            reason = sanitize_env_problem("compare")
             die(reason or f"--shape {a.shape!r} is not BxHxSxD with positive integers (e.g. {BLOG_SHAPE})")
         if a.mode == "preflight":
             preflight(shape)

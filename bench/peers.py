@@ -30,18 +30,14 @@ import argparse
 import contextlib
 import math
 import os
-import re
 import statistics
 import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, SHAPE_RE, file_problem, sanitize_env_problem, shape_flag_problem
+
 SHAPES = "8x16x1024x64,4x16x2048x64,2x16x4096x128"
-SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)\Z")
-# The stages' flag limits (common/cli.c): batch, heads, seq, head_dim.
-SHAPE_MAX = (65535, 65535, 1 << 20, 1024)
-SHAPE_LIMITS = "batch and heads 1 to 65535, seq 1 to 1048576, head_dim 1 to 1024"
 PAIRS = [("01_naive", "naive"), ("02_inplace", "naive-inplace"), ("03_math", "SDPA math"),
          ("04_efficient", "SDPA efficient"), ("05_flash", "SDPA flash"), ("06_cudnn", "SDPA cuDNN"),
          ("07_hopper", "SDPA cuDNN")]
@@ -64,30 +60,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         die(f"{message} (bench/peers.py --help)")
-
-
-def out_problem(path):
-    """Why the Markdown file PATH cannot be written, or None. Checked before any run; nothing is
-    created (a temporary directory is made and removed in the nearest existing parent)."""
-    import tempfile
-    if not path:
-        return "--out is empty"
-    if os.path.isdir(path):
-        return f"--out {path} is a directory (a file name is expected)"
-    if os.path.exists(path):
-        if not os.access(path, os.W_OK):
-            return f"--out {path}: not writable"
-        return None
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        return f"--out {path}: {parent} is not a directory"
-    try:
-        os.rmdir(tempfile.mkdtemp(dir=parent))
-    except OSError as e:
-        return f"--out {path}: cannot create it in {parent} ({e.strerror or e})"
-    return None
 
 
 def flops(b, h, s, d):
@@ -270,10 +242,10 @@ def parse_shapes(text):
         m = SHAPE_RE.match(part.strip().lower())
         if not m:
             die(f"--shapes: '{part}' is not BxHxSxD with positive integers")
-        shape = tuple(int(x) for x in m.groups())
-        if any(v > hi for v, hi in zip(shape, SHAPE_MAX)):
-            die(f"--shapes: '{part}' is out of range ({SHAPE_LIMITS})")
-        shapes.append(shape)
+        problem = shape_flag_problem(m.groups())   # the stages' own limits (common/cli.c)
+        if problem:
+            die(f"--shapes: '{part}': {problem}")
+        shapes.append(tuple(int(x) for x in m.groups()))
     return shapes
 
 
@@ -286,11 +258,11 @@ def main(argv):
                     help="Markdown tables (default traces/peers.md)")
     a = ap.parse_args(argv)
     # bad input first, before PyTorch and the device are looked at
-    sanitize = os.environ.get("ATTN_SANITIZE")
-    if sanitize is not None and sanitize not in ("0", "1"):
-        die(f"ATTN_SANITIZE={sanitize!r} must be unset, 0 or 1 (peers.py runs the stages, which refuse it)")
+    problem = sanitize_env_problem("peers.py")
+    if problem:
+        die(problem)
     shapes = parse_shapes(a.shapes)
-    problem = out_problem(a.out)
+    problem = file_problem(a.out, "--out")
     if problem:
         die(problem)
 

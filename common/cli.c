@@ -62,7 +62,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
     fprintf(out,
             "usage: %s [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]\n"
             "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--no-counters] [--quiet]\n"
-            "       [--no-timeline] [--timeline-interval NS] [--help]%s%s\n"
+            "       [--no-timeline] [--timeline-interval NS] [--validate] [--help]%s%s\n"
             "\n"
             "%s: %s\n"
             "Causal attention O = softmax(Q·Kᵀ/sqrt(D) + mask)·V, bf16 [batch, heads, seq, head_dim],\n"
@@ -88,6 +88,10 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "  --timeline-interval NS  the timeline's sampling interval, 100 to 1000000 ns\n"
             "                    (default 500)\n"
             "  --quiet           print only the summary line\n"
+            "  --validate        check the flags, the environment, the shape (as far as it can be\n"
+            "                    checked without the device) and the trace path, then exit: 0 and\n"
+            "                    nothing printed, or 2 and the one line a run would print; no device\n"
+            "                    is looked for (make compare, make sanitize and bench/ ask this)\n"
             "%s%s"
             "  --help            this text\n"
             "A value follows its flag (--seq 128) or an '=' (--seq=128); numbers are decimal digits\n"
@@ -100,7 +104,9 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "                    checked as in a normal run: a bad one exits 2); 0 or unset: a\n"
             "                    normal run\n"
             "An ATTN_* setting unset takes its default; a value other than the forms above (an empty\n"
-            "one too) prints one line and exits 2, before the device is looked for.\n",
+            "one too) prints one line and exits 2, before the device is looked for.\n"
+            "An ATTN_* name no stage reads (a typo) exits 2 too, naming the settings that exist;\n"
+            "one that only other stages read prints a warning and is ignored.\n",
             prog, stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",
             stage->name, stage->idea, dims, stage->name,
             stage->flag_help ? stage->flag_help : "", stage->flag_help ? "\n" : "",
@@ -164,6 +170,69 @@ static void no_value(const char *flag, const char *inline_val, const char *arg)
     if (inline_val) die_usage("%s takes no value (got '%s')", flag, arg);
 }
 
+/* Every ATTN_* setting of the course, whichever stage reads it (the README's settings table). */
+static const char *const COURSE_ENV[] = {"ATTN_GEMM_ALGO", "ATTN_GEMM_VERBOSE",
+                                         "ATTN_GEMM_WORKSPACE", "ATTN_SANITIZE"};
+
+/* 1 if the stage reads the setting `name` (len bytes): the harness's ATTN_SANITIZE, or a line
+ * "  NAME=..." of stage->env_help (harness.h: one such line per setting). */
+static int stage_reads(const attn_stage *stage, const char *name, size_t len)
+{
+    if (len == strlen("ATTN_SANITIZE") && !strncmp(name, "ATTN_SANITIZE", len)) return 1;
+    for (const char *line = stage->env_help; line && *line; ) {
+        if (!strncmp(line, "  ", 2) && !strncmp(line + 2, name, len) && line[2 + len] == '=')
+            return 1;
+        const char *nl = strchr(line, '\n');
+        line = nl ? nl + 1 : NULL;
+    }
+    return 0;
+}
+
+/* The settings the stage reads, as "ATTN_A, ATTN_B" (in COURSE_ENV's order). */
+static void stage_env_list(const attn_stage *stage, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof COURSE_ENV / sizeof *COURSE_ENV && used < len; i++)
+        if (stage_reads(stage, COURSE_ENV[i], strlen(COURSE_ENV[i]))) {
+            int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", COURSE_ENV[i]);
+            if (w < 0) break;
+            used += (size_t)w;
+        }
+}
+
+/* The environment's ATTN_* names: one the course does not know (a typo: ATTN_GEMM_VERBSE) is an
+ * error, exit 2, naming the settings that exist; one of another stage's (ATTN_GEMM_ALGO set for
+ * 03_math, as `ATTN_GEMM_ALGO=1 make compare` does for every stage) a one-line warning on stderr,
+ * and the run goes on. */
+extern char **environ; /* POSIX: the process's environment */
+
+static void check_env_names(const attn_stage *stage)
+{
+    char reads[256], all[256];
+    size_t used = 0;
+    stage_env_list(stage, reads, sizeof reads);
+    for (size_t i = 0; i < sizeof COURSE_ENV / sizeof *COURSE_ENV && used < sizeof all; i++) {
+        int w = snprintf(all + used, sizeof all - used, "%s%s", i ? ", " : "", COURSE_ENV[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "ATTN_", 5) != 0) continue;
+        const char *eq = strchr(*e, '=');
+        const size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        int known = 0;
+        for (size_t i = 0; i < sizeof COURSE_ENV / sizeof *COURSE_ENV; i++)
+            known |= len == strlen(COURSE_ENV[i]) && !strncmp(*e, COURSE_ENV[i], len);
+        if (!known)
+            die_usage("%.*s is not a setting of this course (the ATTN_* settings: %s; %s reads %s)",
+                      (int)len, *e, all, stage->name, reads);
+        if (!stage_reads(stage, *e, len))
+            fprintf(stderr, "warning: %s does not read %.*s, it is ignored here (%s reads %s)\n",
+                    stage->name, (int)len, *e, stage->name, reads);
+    }
+}
+
 void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
 {
     const attn_shape blog = {8, 16, 1024, 64};
@@ -209,6 +278,10 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
         } else if (!strcmp(a, "--quiet")) {
             no_value(a, inline_val, arg);
             o->quiet = 1;
+            took_value = 0;
+        } else if (!strcmp(a, "--validate")) {
+            no_value(a, inline_val, arg);
+            o->validate = 1;
             took_value = 0;
         } else if (!strcmp(a, "--no-counters")) {
             no_value(a, inline_val, arg);
@@ -267,8 +340,10 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
         die_usage("--poison-q: row %lld is out of range (expected 0 to %d, seq - 1)", poison,
                   o->shape.seq - 1);
     o->poison_q = (int)poison;
-    /* The stage's environment settings, whole, before anything looks for a device. */
+    /* The stage's environment settings, whole, before anything looks for a device; then the
+     * ATTN_* names it does not read. */
     if (stage->check_env) stage->check_env();
+    check_env_names(stage);
     if (!o->trace[0])
         snprintf(o->trace, sizeof o->trace, "traces/%s/%d_%d_%d_%d.json", stage->name,
                  o->shape.batch, o->shape.heads, o->shape.seq, o->shape.head_dim);

@@ -20,6 +20,8 @@ typedef struct {
     int no_counters;       /* --no-counters: skip the counter pass (counters read -) */
     int no_timeline;       /* --no-timeline: skip the timeline pass (timeline reads -) */
     uint64_t timeline_interval_ns; /* --timeline-interval NS (default TIMELINE_INTERVAL_NS) */
+    int validate;          /* --validate: check the input (flags, environment, shape, trace path)
+                            * and exit 0 or 2 before the device is looked for */
     int sanitize;          /* environment ATTN_SANITIZE=1 (make sanitize, under compute-sanitizer):
                             * no profiler, no timing, no trace */
 } run_options;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "reference.h"
+#include "threads.h"
 
 void ref_softmax_row(const double *s, int n, double *p)
 {
@@ -197,41 +198,119 @@ static void ref_row_with_bound(const attn_shape *s, double scale, const bf16_bit
     for (int d = 0; d < D; d++) bound[d] = 2.0 * bound[d] + 0x1p-24; /* margin 2, floor */
 }
 
+/* One checked row's share of a check_result: its sums and its worst element (col -1: none). */
+typedef struct {
+    double err2, ref2, max_abs, ratio, got, want, bound;
+    size_t nonfinite, over;
+    int col;
+} row_result;
+
+/* Checks row rows[n] of O: its reference, every element against its bound (reference.h). work:
+ * 2·seq + 2·D doubles. */
+static void check_row(const attn_shape *s, double scale, const bf16_bits *q, const bf16_bits *k,
+                      const bf16_bits *v, const bf16_bits *o, size_t flat, double *work,
+                      row_result *out)
+{
+    const int D = s->head_dim, i = (int)(flat % s->seq);
+    const size_t bh = flat / s->seq;
+    const int h = (int)(bh % s->heads), b = (int)(bh / s->heads);
+    double *ref = work + 2 * (size_t)s->seq, *bound = ref + D;
+    ref_row_with_bound(s, scale, q, k, v, b, h, i, work, ref, bound);
+    const bf16_bits *orow = o + idx(s, b, h, i);
+    row_result r;
+    memset(&r, 0, sizeof r);
+    r.col = -1;
+    for (int d = 0; d < D; d++) {
+        double got = bf16_to_float(orow[d]), e = fabs(got - ref[d]);
+        double ratio = isfinite(got) ? e / bound[d] : INFINITY;
+        if (!isfinite(got)) r.nonfinite++;
+        if (!(ratio <= 1.0)) r.over++;
+        if (r.col < 0 || ratio > r.ratio) { /* the first of the worst; INFINITY beats all else */
+            r.ratio = ratio;
+            r.col = d;
+            r.got = got; r.want = ref[d]; r.bound = bound[d];
+        }
+        if (!isfinite(got)) continue;
+        if (e > r.max_abs) r.max_abs = e;
+        r.err2 += e * e;
+        r.ref2 += ref[d] * ref[d];
+    }
+    *out = r;
+}
+
+/* The rows are shared out among threads: thread t of n_threads checks rows t, t + n_threads,
+ * t + 2·n_threads, ... (the rows ascend, so each thread gets short and long causal rows alike) and
+ * writes each row's result into its own slot; ref_check then adds the slots up in row order, so
+ * the result has the same bits whatever the number of threads. */
+typedef struct {
+    const attn_shape *s;
+    double scale;
+    const bf16_bits *q, *k, *v, *o;
+    const size_t *rows;
+    size_t n_rows, first, stride;
+    row_result *out;
+    int failed; /* 1: no work buffer (host out of memory) */
+} check_job;
+
+static void *check_rows(void *arg)
+{
+    check_job *j = arg;
+    double *work = malloc(sizeof(double) * (2 * (size_t)j->s->seq + 2 * (size_t)j->s->head_dim));
+    if (!work) { j->failed = 1; return NULL; }
+    for (size_t n = j->first; n < j->n_rows; n += j->stride)
+        check_row(j->s, j->scale, j->q, j->k, j->v, j->o, j->rows[n], work, &j->out[n]);
+    free(work);
+    return NULL;
+}
+
+/* Fewer rows than this per thread: fewer threads (starting one costs about as much as a few
+ * short rows). */
+enum { REF_ROWS_PER_THREAD = 8 };
+
 check_result ref_check(const attn_shape *s, double scale, const bf16_bits *q, const bf16_bits *k,
                        const bf16_bits *v, const bf16_bits *o, const size_t *rows, size_t n_rows)
+{
+    const size_t n_threads = threads_for(n_rows, REF_ROWS_PER_THREAD);
+    return ref_check_threads(s, scale, q, k, v, o, rows, n_rows, n_threads);
+}
+
+check_result ref_check_threads(const attn_shape *s, double scale, const bf16_bits *q,
+                               const bf16_bits *k, const bf16_bits *v, const bf16_bits *o,
+                               const size_t *rows, size_t n_rows, size_t n_threads)
 {
     check_result r;
     memset(&r, 0, sizeof r);
     r.rows = n_rows;
     r.b = r.h = r.row = r.col = -1;
-    const int D = s->head_dim;
-    double *work = malloc(sizeof(double) * (2 * (size_t)s->seq + 2 * (size_t)D));
-    if (!work) { r.nonfinite = (size_t)-1; r.ratio = INFINITY; return r; }
-    double *ref = work + 2 * (size_t)s->seq, *bound = ref + D, err2 = 0.0, ref2 = 0.0;
-    for (size_t n = 0; n < n_rows; n++) {
-        size_t flat = rows[n];
-        int i = (int)(flat % s->seq);
-        size_t bh = flat / s->seq;
-        int h = (int)(bh % s->heads), b = (int)(bh / s->heads);
-        ref_row_with_bound(s, scale, q, k, v, b, h, i, work, ref, bound);
-        const bf16_bits *orow = o + idx(s, b, h, i);
-        for (int d = 0; d < D; d++) {
-            double got = bf16_to_float(orow[d]), e = fabs(got - ref[d]);
-            double ratio = isfinite(got) ? e / bound[d] : INFINITY;
-            if (!isfinite(got)) r.nonfinite++;
-            if (!(ratio <= 1.0)) r.over++;
-            if (r.b < 0 || ratio > r.ratio) { /* the first of the worst; INFINITY beats all else */
-                r.ratio = ratio;
-                r.b = b; r.h = h; r.row = i; r.col = d;
-                r.got = got; r.want = ref[d]; r.bound = bound[d];
-            }
-            if (!isfinite(got)) continue;
-            if (e > r.max_abs) r.max_abs = e;
-            err2 += e * e;
-            ref2 += ref[d] * ref[d];
+    if (n_threads < 1) n_threads = 1;
+    if (n_threads > THREADS_MAX) n_threads = THREADS_MAX;
+    row_result *out = malloc(sizeof *out * (n_rows ? n_rows : 1));
+    check_job jobs[THREADS_MAX];
+    int failed = !out;
+    if (!failed) {
+        for (size_t t = 0; t < n_threads; t++)
+            jobs[t] = (check_job){s, scale, q, k, v, o, rows, n_rows, t, n_threads, out, 0};
+        threads_run(n_threads, check_rows, jobs, sizeof *jobs);
+        for (size_t t = 0; t < n_threads; t++) failed |= jobs[t].failed;
+    }
+    if (failed) { free(out); r.nonfinite = (size_t)-1; r.ratio = INFINITY; return r; }
+    double err2 = 0.0, ref2 = 0.0;
+    for (size_t n = 0; n < n_rows; n++) { /* row order: the same sums whatever n_threads */
+        const row_result *x = &out[n];
+        r.nonfinite += x->nonfinite;
+        r.over += x->over;
+        if (x->max_abs > r.max_abs) r.max_abs = x->max_abs;
+        err2 += x->err2;
+        ref2 += x->ref2;
+        if (x->col >= 0 && (r.b < 0 || x->ratio > r.ratio)) {
+            const size_t bh = rows[n] / s->seq;
+            r.ratio = x->ratio;
+            r.b = (int)(bh / s->heads); r.h = (int)(bh % s->heads);
+            r.row = (int)(rows[n] % s->seq); r.col = x->col;
+            r.got = x->got; r.want = x->want; r.bound = x->bound;
         }
     }
-    free(work);
+    free(out);
     r.rel_l2 = ref2 > 0.0 ? sqrt(err2 / ref2) : sqrt(err2);
     return r;
 }

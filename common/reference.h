@@ -78,9 +78,18 @@ size_t ref_pick_rows(const attn_shape *s, size_t n_rows, uint64_t seed, size_t *
 
 /* Compares O (bf16 bits, whole tensor) with the float64 reference on the given rows: the
  * relative L2 error, the largest absolute error, and every element against its element-wise
- * bound (REF_BF16_U above). */
+ * bound (REF_BF16_U above). The rows are shared out among POSIX threads, one per online CPU
+ * (threads.h), each row's result in its own slot, added up in row order: the
+ * same bits whatever the thread count. A thread that cannot be started leaves its rows to the
+ * calling thread. */
 check_result ref_check(const attn_shape *s, double scale, const bf16_bits *q, const bf16_bits *k,
                        const bf16_bits *v, const bf16_bits *o, const size_t *rows, size_t n_rows);
+
+/* ref_check on n_threads threads (0 counts as 1, at most THREADS_MAX): the unit tests hold its result to the same bits
+ * at several counts. */
+check_result ref_check_threads(const attn_shape *s, double scale, const bf16_bits *q,
+                               const bf16_bits *k, const bf16_bits *v, const bf16_bits *o,
+                               const size_t *rows, size_t n_rows, size_t n_threads);
 
 /* The verdict: no non-finite element, rel_l2 <= rel_l2_bound (the stage's: 1e-2, 03_math 4e-3)
  * and every element within its bound. 1 = pass. */

@@ -181,6 +181,10 @@ int main(int argc, char **argv)
      * profile, hence no trace. */
     const int no_trace = trace_check_path(opt.trace) == 1;
     if (opt.sanitize || no_trace) strcpy(opt.trace, "none");
+    if (opt.validate) { /* --validate: the input is good; nothing else happens */
+        cli_check_stdout();
+        return 0;
+    }
 
     /* The device: none usable -> one line saying why, exit 2. */
     if (no_usable_device(why, sizeof why)) die_usage("%s", why);

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "tensor.h"
+#include "threads.h"
 
 bf16_bits bf16_from_float(float x)
 {
@@ -30,10 +31,20 @@ static uint64_t splitmix64(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-void tensor_fill_normal(bf16_bits *x, size_t n, uint64_t seed, uint64_t stream)
+/* One thread's share of tensor_fill_normal: elements [first, end). */
+typedef struct {
+    bf16_bits *x;
+    size_t first, end;
+    uint64_t state0; /* the generator's state before element 0 */
+} fill_job;
+
+static void *fill_normal(void *arg)
 {
-    uint64_t state = seed * 0xD1B54A32D192ED03ull + stream * 0x8CB92BA72F3D8DD7ull;
-    for (size_t i = 0; i < n; i++) {
+    const fill_job *j = arg;
+    /* Element i takes draws 3i+1 .. 3i+3, and splitmix64's state after m draws is
+     * state0 + m·gamma: the share starts where one generator running from element 0 would be. */
+    uint64_t state = j->state0 + 3 * (uint64_t)j->first * 0x9E3779B97F4A7C15ull;
+    for (size_t i = j->first; i < j->end; i++) {
         /* 12 uniforms of 16 bits each from 3 draws: u_k = (k + 1/2) / 2^16. */
         uint64_t sum = 0;
         for (int d = 0; d < 3; d++) {
@@ -41,6 +52,23 @@ void tensor_fill_normal(bf16_bits *x, size_t n, uint64_t seed, uint64_t stream)
             sum += (r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48);
         }
         double normal = ((double)sum + 6.0) * 0x1.0p-16 - 6.0; /* exact in double */
-        x[i] = bf16_from_float((float)normal);
+        j->x[i] = bf16_from_float((float)normal);
     }
+    return NULL;
+}
+
+/* Fewer elements than this per thread: fewer threads. */
+enum { FILL_PER_THREAD = 1 << 16 };
+
+void tensor_fill_normal(bf16_bits *x, size_t n, uint64_t seed, uint64_t stream)
+{
+    const uint64_t state0 = seed * 0xD1B54A32D192ED03ull + stream * 0x8CB92BA72F3D8DD7ull;
+    const size_t n_threads = threads_for(n, FILL_PER_THREAD);
+    fill_job jobs[THREADS_MAX];
+    for (size_t t = 0; t < n_threads; t++) /* contiguous shares of n / n_threads, rounded */
+        jobs[t] = (fill_job){x, n / n_threads * t + (t < n % n_threads ? t : n % n_threads),
+                             0, state0};
+    for (size_t t = 0; t < n_threads; t++)
+        jobs[t].end = t + 1 < n_threads ? jobs[t + 1].first : n;
+    threads_run(n_threads, fill_normal, jobs, sizeof *jobs);
 }

@@ -17,7 +17,8 @@ float bf16_to_float(bf16_bits b);
  * seeded by (seed, stream) so Q, K and V differ. The generator is splitmix64 feeding an
  * Irwin–Hall sum of 12 16-bit uniforms minus 6 (mean 0, variance 1, tails cut at ±6): integer and
  * exactly-rounded double arithmetic only, no libm, so the same seed gives the same bits on any
- * machine and compiler. */
+ * machine and compiler. The elements are shared out among threads (threads.h) in contiguous
+ * parts, each part's generator started at its first element's state: the same bits again. */
 void tensor_fill_normal(bf16_bits *x, size_t n, uint64_t seed, uint64_t stream);
 
 /* The bf16 bit pattern that poisons O before the checked forward: a quiet NaN. */

@@ -23,7 +23,7 @@ needed() {
 # Makefile's include paths; .c files through gcc, .cu files through nvcc.
 includes() {
     local cuda=${CUDA_HOME:-/usr/local/cuda} f
-    local inc=(-Itests/unit -Icommon/c_shim -Icommon -I"$cuda/include" -I"$cuda/extras/CUPTI/include")
+    local inc=(-Icommon/c_shim -Icommon -I"$cuda/include" -I"$cuda/extras/CUPTI/include")
     cd "$ROOT"
     for f in "$@"; do
         case $f in
@@ -149,6 +149,17 @@ includes() {
     [[ "$output" == *common/sm80/mma_sm80.cuh* ]]
     [[ "$output" == *common/eager/eager_ops.h* ]]
     [[ "$output" != *cudnn* ]]
+}
+
+@test "only the unit tests' objects have tests/unit on the include path" {
+    run make -C "$ROOT" -n -B build/common/cli.o build/common/reference.o build/06_cudnn/cudnn.o
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"-c common/cli.c -o build/common/cli.o"* ]]
+    [[ "$output" == *"-c 06_cudnn/cudnn.c -o build/06_cudnn/cudnn.o"* ]]
+    [[ "$output" != *tests/unit* ]]
+    run make -C "$ROOT" -n -B build/tests/unit/main.o
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"-Itests/unit"*"-c tests/unit/main.c -o build/tests/unit/main.o"* ]]
 }
 
 @test "06_cudnn's host files include cudnn.h (the control for the test above)" {

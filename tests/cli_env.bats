@@ -6,13 +6,7 @@
 load helpers
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-    make -s -C "$BATS_TEST_DIRNAME/.." build/common_unit
-}
-
-setup() {
-    UNIT="$ROOT/build/common_unit"
-}
+setup_file() { build_unit; }
 
 # A shape 01 and 02 refuse before the device (batch x heads over cuBLASLt's int32 batch count,
 # eager_supports with prop = NULL): an environment that passes the check reaches this line, on
@@ -77,9 +71,12 @@ VERBOSE_FORMS="expected 0 (quiet, the default, also when unset) or 1 (print each
 }
 
 @test "ATTN_GEMM_*: stages 03 to 07 do not read them" {
+    # its value is not checked here: a warning that 05 does not read it, then the shape's refusal
     run --separate-stderr env ATTN_GEMM_ALGO=abc "$ROOT/05_flash/run" --head-dim 96 --trace none
     [ "$status" -eq 2 ]
-    [ "$stderr" = "head_dim 96 is not supported by 05_flash (supported: 64, 128)" ]
+    [ "${#stderr_lines[@]}" -eq 2 ]
+    [ "${stderr_lines[0]}" = "warning: 05_flash does not read ATTN_GEMM_ALGO, it is ignored here (05_flash reads ATTN_SANITIZE)" ]
+    [ "${stderr_lines[1]}" = "head_dim 96 is not supported by 05_flash (supported: 64, 128)" ]
 }
 
 @test "--help and --help's environment section: the accepted forms of ATTN_GEMM_*" {
@@ -179,4 +176,70 @@ VERBOSE_FORMS="expected 0 (quiet, the default, also when unset) or 1 (print each
     run env CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=stdout "$ROOT/06_cudnn/run" --help
     [ "$status" -eq 0 ]
     [ "$(printf '%s\n' "$output" | grep -c 'this stage runs head_dim 8 to 256 in steps of 8$')" -eq 1 ]
+}
+
+# ---- ATTN_* names: a typo exits 2, another stage's setting warns ------------------------------
+COURSE_ENV="ATTN_GEMM_ALGO, ATTN_GEMM_VERBOSE, ATTN_GEMM_WORKSPACE, ATTN_SANITIZE"
+
+@test "an ATTN_* name the course does not know (a typo) exits 2 before the device, naming the settings" {
+    for name in ATTN_GEMM_VERBSE ATTN_FOO ATTN_; do
+        run --separate-stderr env "$name=1" "$ROOT/01_naive/run" "${BIG[@]}"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "$name is not a setting of this course (the ATTN_* settings: $COURSE_ENV; 01_naive reads $COURSE_ENV)" ]
+        [ -z "$output" ]
+    done
+    run --separate-stderr env ATTN_FOO=1 "$ROOT/03_math/run" --seq 1 --head-dim 2000
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "--head-dim: 2000 is out of range"* ]]
+    run --separate-stderr env ATTN_FOO=1 "$ROOT/03_math/run" --trace none
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "ATTN_FOO is not a setting of this course (the ATTN_* settings: $COURSE_ENV; 03_math reads ATTN_SANITIZE)" ]
+}
+
+@test "another stage's ATTN_* setting: one warning line, then the run goes on (here to the shape check)" {
+    run --separate-stderr env ATTN_GEMM_ALGO=99 "$ROOT/03_math/run" --batch 65535 --heads 65535 --seq 1048576 --head-dim 1024 --trace none
+    [ "${#stderr_lines[@]}" -ge 1 ]
+    [ "${stderr_lines[0]}" = "warning: 03_math does not read ATTN_GEMM_ALGO, it is ignored here (03_math reads ATTN_SANITIZE)" ]
+    run --separate-stderr env ATTN_GEMM_ALGO=1 "$ROOT/01_naive/run" "${BIG[@]}"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "$BIG_LINE" ]
+}
+
+@test "--help names the ATTN_* settings and says what a typo and another stage's setting do" {
+    run env ATTN_FOO=1 "$ROOT/03_math/run" --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *$'\n'"An ATTN_* name no stage reads (a typo) exits 2 too, naming the settings that exist;"$'\n'* ]]
+    [[ "$output" == *$'\n'"one that only other stages read prints a warning and is ignored."* ]]
+}
+
+@test "the README's settings table lists exactly the course's ATTN_* settings" {
+    run bash -c "grep -o '^| \`ATTN_[A-Z_]*\`' '$ROOT/README.md' | tr -d '|\` ' | sort | paste -sd, | sed 's/,/, /g'"
+    [ "$output" = "$COURSE_ENV" ]
+}
+
+# ---- --validate: the input checks alone, no device -------------------------------------------
+
+@test "--validate: good input exits 0 with nothing printed, on a machine with or without a GPU" {
+    for s in 01_naive 03_math 04_efficient 06_cudnn; do
+        run --separate-stderr "$ROOT/$s/run" --validate --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ -z "$stderr" ]
+    done
+}
+
+@test "--validate: a bad flag, a shape the stage refuses, a bad setting: exit 2 and the run's own line" {
+    run --separate-stderr "$ROOT/01_naive/run" --validate --seq 2000000
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--seq: 2000000 is out of range (expected 1 to 1048576)" ]
+    run --separate-stderr "$ROOT/04_efficient/run" --validate --head-dim 80
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "head_dim 80 is not supported by 04_efficient (supported: 64, 128)" ]
+    run --separate-stderr env ATTN_SANITIZE=2 "$ROOT/05_flash/run" --validate
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "ATTN_SANITIZE must be 0 or 1 (got '2')" ]
+    run --separate-stderr "$ROOT/05_flash/run" --validate=1
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--validate takes no value (got '--validate=1')" ]
+    [ -z "$output" ]
 }

@@ -6,13 +6,7 @@
 load helpers
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-    make -s -C "$BATS_TEST_DIRNAME/.." build/common_unit
-}
-
-setup() {
-    UNIT="$ROOT/build/common_unit"
-}
+setup_file() { build_unit; }
 
 # ---- occupancy (H200 properties: unit_h200_props, tests/unit/profiler_tests.c) ---------------
 
@@ -894,6 +888,19 @@ fake_gpu() {
     done
 }
 
+@test "make compare SHAPE=1x1 and a bad make sanitize setting are refused before anything is compiled" {
+    # an empty build directory stands for a fresh clone: the check must come before the build
+    b="$BATS_TEST_TMPDIR/build"
+    run --separate-stderr make -s -C "$ROOT" --no-print-directory compare SHAPE=1x1 BUILD="$b"
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "Makefile:"*": *** make compare: --shape '1x1' is not BxHxSxD with positive integers (e.g. 8x16x1024x64).  Stop." ]]
+    [ -z "$(find "$b" -name '*.o' 2>/dev/null)" ]
+    run --separate-stderr make -s -C "$ROOT" --no-print-directory sanitize SANITIZE_TOOLS=bogus BUILD="$b"
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "Makefile:"*": *** make sanitize: SANITIZE_TOOLS: 'bogus' is not memcheck, racecheck, synccheck or initcheck.  Stop." ]]
+    [ -z "$(find "$b" -name '*.o' 2>/dev/null)" ]
+}
+
 # ---- reference attention and the generator (CPU only) ---------------------------------------
 @test "reference: equal scores (Q = 0) give the running mean of V" {
     run "$ROOT/build/common_unit" ref-equal-scores
@@ -976,6 +983,12 @@ fake_gpu() {
     python3 -c "import sys; sys.exit(0 if abs($mean) < 0.02 and abs($var - 1) < 0.03 else 1)"
 }
 
+@test "generator: the streams of 3000017 elements of seed 7 are pinned, whatever the thread count" {
+    # FNV-1a 64 of the one-thread generator's output; the threaded fill starts each share where
+    # that generator would be.
+    [ "$("$UNIT" generator-hash 3000017 7)" = 0a32c12e9a8daf74 ]
+}
+
 @test "generator: the first values of seed 0 are pinned (same bits on any machine)" {
     run "$ROOT/build/common_unit" generator-first 0
     [ "$status" -eq 0 ]
@@ -1042,31 +1055,51 @@ fake_gpu() {
     [[ "${lines[0]}" == *"worst element (batch, head, row, col) = (7, 15, 1023, "* ]]
 }
 
-# emulate MODEL SHAPE ROWS: a stage's arithmetic on the CPU (eager = 01/02, math = 03, tiled = 04,
-# flash = 05, cudnn = 06's FlashAttention-style kernel). Every correct stage must pass with its
-# worst element at most half its bound. bench/emulate_check.sh runs every test shape.
+# emulate MODELS SHAPE ROWS: stages' arithmetic on the CPU (eager = 01/02, math = 03, tiled = 04,
+# flash = 05, cudnn = 06's FlashAttention-style kernel), one problem for all five; two lines per
+# model. Every correct stage must pass with its worst element at most half its bound.
+# bench/emulate_check.sh runs every test shape.
+MODELS=eager,math,tiled,flash,cudnn
+
+# assert_emulated_margin: each model's second line in $output says pass=1 with ratio <= 0.5.
+assert_emulated_margin() {
+    [ "${#lines[@]}" -eq 10 ]
+    for i in 1 3 5 7 9; do
+        echo "${lines[$i]}"
+        [[ "${lines[$i]}" == *" pass=1" ]]
+        local ratio=${lines[$i]%% *}
+        at_most "${ratio#ratio=}" 0.5
+    done
+}
+
 @test "check: every stage's emulated arithmetic passes with a margin of 2, small shapes, every row" {
-    for m in eager math tiled flash cudnn; do
-        for shape in 1x2x17x64 1x2x17x128 2x3x77x64 1x2x255x128 1x1x1000x64; do
-            run "$UNIT" emulate "$m" "$shape" all
-            [ "$status" -eq 0 ]
-            echo "$m $shape: ${lines[1]}"
-            [[ "${lines[1]}" == *" pass=1" ]]
-            python3 -c "import sys; sys.exit(0 if float('${lines[1]}'.split()[0][6:]) <= 0.5 else 1)"
-        done
+    for shape in 1x2x17x64 1x2x17x128 2x3x77x64 1x2x255x128 1x1x1000x64; do
+        run "$UNIT" emulate "$MODELS" "$shape" all
+        [ "$status" -eq 0 ]
+        echo "$shape"
+        assert_emulated_margin
     done
 }
 
 @test "check: every stage's emulated arithmetic passes with a margin of 2 at the benchmark shapes" {
-    for m in eager math tiled flash cudnn; do
-        for shape in 8x16x1024x64 4x16x2048x64 2x16x4096x128; do
-            run "$UNIT" emulate "$m" "$shape"
-            [ "$status" -eq 0 ]
-            echo "$m $shape: ${lines[1]}"
-            [[ "${lines[1]}" == *" pass=1" ]]
-            python3 -c "import sys; sys.exit(0 if float('${lines[1]}'.split()[0][6:]) <= 0.5 else 1)"
-        done
+    for shape in 8x16x1024x64 4x16x2048x64 2x16x4096x128; do
+        run "$UNIT" emulate "$MODELS" "$shape"
+        [ "$status" -eq 0 ]
+        echo "$shape"
+        assert_emulated_margin
     done
+}
+
+@test "check: the result has the same bits on 1, 2, 3, 5 and 16 threads" {
+    run "$UNIT" check-threads 2x3x77x64 all
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "threads=1,2,3,5,16 same=1" ]
+    [[ "${lines[0]}" == "check: FAIL on 462 of 462 query rows "* ]]
+    [[ "${lines[0]}" == *"worst element (batch, head, row, col) = (1, 1, 38, 32): "* ]]
+    run "$UNIT" check-threads 8x16x1024x64 256
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "threads=1,2,3,5,16 same=1" ]
 }
 
 @test "check: 03_math's tighter relative L2 bound (4e-3) still holds alongside the element rule" {
@@ -1178,12 +1211,23 @@ fake_sanitizer() {
 
 @test "sanitize.sh: a run still going after SANITIZE_TIMEOUT is killed and FAILs, naming the limit" {
     [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
-    fake_sanitizer 'sleep 30'
+    # --version answers; a run hangs (exec: the limit's signal reaches the sleep itself)
+    fake_sanitizer '[ "$1" = --version ] && { echo "fake version 1"; exit 0; }; exec sleep 30'
     run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
         SANITIZE_TIMEOUT=1 SANITIZE_TOOLS=memcheck SANITIZE_SHAPES=1x2x77x64 SANITIZE_STAGES=01_naive \
         SANITIZE_LOGS="$BATS_TEST_TMPDIR/logs" bash "$ROOT/tests/sanitize.sh"
     [ "$status" -eq 1 ]
     [[ "$output" == *"FAIL 01_naive memcheck 1x2x77x64: still running after 1 s, killed (SANITIZE_TIMEOUT)"* ]]
+}
+
+@test "sanitize.sh: a sanitizer whose --version hangs is killed after SANITIZE_TIMEOUT: exit 2, one line" {
+    fake_sanitizer 'exec sleep 30'
+    run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
+        SANITIZE_TIMEOUT=1 SANITIZE_TOOLS=memcheck SANITIZE_SHAPES=1x2x77x64 SANITIZE_STAGES=01_naive \
+        SANITIZE_LOGS="$BATS_TEST_TMPDIR/logs" bash "$ROOT/tests/sanitize.sh"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "sanitize: $BATS_TEST_TMPDIR/bin/fake-sanitizer --version still running after 1 s, killed (SANITIZE_TIMEOUT)" ]
+    [ -z "$output" ]
 }
 
 @test "sanitize.sh: racecheck and synccheck track 1024 cuda::barriers per block, memcheck is not given the flag" {
@@ -1227,12 +1271,14 @@ sanitize_bad() {
 }
 
 @test "sanitize.sh: a SANITIZE_SHAPES entry beyond the stages' limits: exit 2, one line" {
+    # the limits are the stages' own (common/cli.c), asked with ./NN_x/run --validate
+    [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
     sanitize_bad SANITIZE_SHAPES="1x2x77x64 99999999999999999999x1x1x64"
     [ "$status" -eq 2 ]
-    [ "$stderr" = "sanitize: SANITIZE_SHAPES: '99999999999999999999x1x1x64' is out of range (batch and heads 1 to 65535, seq 1 to 1048576, head_dim 1 to 1024)" ]
+    [ "$stderr" = "sanitize: SANITIZE_SHAPES: '99999999999999999999x1x1x64': --batch: 99999999999999999999 is out of range (expected 1 to 65535)" ]
     sanitize_bad SANITIZE_SHAPES="1x1x1x2048"
     [ "$status" -eq 2 ]
-    [ "$stderr" = "sanitize: SANITIZE_SHAPES: '1x1x1x2048' is out of range (batch and heads 1 to 65535, seq 1 to 1048576, head_dim 1 to 1024)" ]
+    [ "$stderr" = "sanitize: SANITIZE_SHAPES: '1x1x1x2048': --head-dim: 2048 is out of range (expected 1 to 1024)" ]
 }
 
 @test "sanitize.sh: empty lists (SANITIZE_TOOLS, SANITIZE_SHAPES, SANITIZE_STAGES of blanks): exit 2, one line each" {
@@ -1301,14 +1347,14 @@ sanitize_bad() {
     [ "$stderr" = "sanitize: SANITIZE_STAGES: '../tests' is not a stage (a NN_x directory such as 05_flash)" ]
 }
 
-@test "sanitize.sh: an argument is refused with one line; --preflight prints the bare reason on stdout" {
+@test "sanitize.sh: an argument is refused with one line; --preflight prints the bare reason on stderr" {
     run --separate-stderr bash "$ROOT/tests/sanitize.sh" --fast
     [ "$status" -eq 2 ]
     [ "$stderr" = "sanitize: takes no arguments (got '--fast'); set SANITIZE_* variables instead (see tests/sanitize.sh)" ]
     run --separate-stderr env SANITIZE_TIMEOUT=0 bash "$ROOT/tests/sanitize.sh" --preflight
     [ "$status" -eq 2 ]
-    [ "$output" = "SANITIZE_TIMEOUT=0: seconds per run must be 1 to 86400" ]
-    [ -z "$stderr" ]
+    [ "$stderr" = "SANITIZE_TIMEOUT=0: seconds per run must be 1 to 86400" ]
+    [ -z "$output" ]
 }
 
 @test "sanitize.sh --preflight with a (fake) GPU and sanitizer: silent, exit 0, nothing run" {

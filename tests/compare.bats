@@ -274,18 +274,20 @@ compare_bad() {
     [ "$stderr" = "compare: ATTN_SANITIZE='' must be unset, 0 or 1 (compare runs the stages, which refuse it)" ]
 }
 
-@test "compare preflight: the bare reason on stdout for make (bad shape before the device), exit 2" {
+@test "compare preflight: the bare reason on stderr for make (bad shape before the device), exit 2" {
     run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --shape bad
     [ "$status" -eq 2 ]
-    [ "$output" = "--shape 'bad' is not BxHxSxD with positive integers (e.g. 8x16x1024x64)" ]
-    [ -z "$stderr" ]
+    [ "$stderr" = "--shape 'bad' is not BxHxSxD with positive integers (e.g. 8x16x1024x64)" ]
+    [ -z "$output" ]
     run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --shape $'1x1x1x64\necho hi'
     [ "$status" -eq 2 ]
-    [ "${#lines[@]}" -eq 1 ]
-    [ "$output" = "--shape '1x1x1x64\\necho hi' is not BxHxSxD with positive integers (e.g. 8x16x1024x64)" ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "$stderr" = "--shape '1x1x1x64\\necho hi' is not BxHxSxD with positive integers (e.g. 8x16x1024x64)" ]
+    [ -z "$output" ]
     run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --bogus
     [ "$status" -eq 2 ]
-    [ "$output" = "unrecognized arguments: --bogus (bench/compare.py --help)" ]
+    [ "$stderr" = "unrecognized arguments: --bogus (bench/compare.py --help)" ]
+    [ -z "$output" ]
 }
 
 @test "compare preflight with a (fake) GPU and a good shape: silent, exit 0" {

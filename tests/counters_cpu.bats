@@ -14,13 +14,7 @@
 load helpers
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-    make -s -C "$BATS_TEST_DIRNAME/.." build/common_unit
-}
-
-setup() {
-    UNIT="$ROOT/build/common_unit"
-}
+setup_file() { build_unit; }
 
 @test "counters format: bytes in decimal units, percentages, counts with separators, - for not measured" {
     run "$UNIT" format-bytes 0 512 4096 66123456 1130000000 nan

@@ -1,14 +1,26 @@
 # Shared helpers for the Bats suites. Load with: load helpers
 ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 
-# GPU suites call this in setup(): skip, with the reason, where no CUDA device is present.
+# The unit-test binary (CPU suites build it in setup_file with build_unit).
+UNIT="$ROOT/build/common_unit"
+
+# CPU suites that drive build/common_unit: setup_file() { build_unit; }
+build_unit() {
+    make -s -C "$ROOT" build/common_unit
+}
+
+# GPU suites call this in setup(): skip, with the stages' own reason, where no CUDA device can run
+# them: tests/need_gpu.sh (nvidia-smi listing a GPU, else a built stage's own "no CUDA device: ..."
+# line: no driver, the toolkit's stub, a driver too old, no GPU). Asked once per bats run; the
+# answer is kept in $BATS_RUN_TMPDIR.
 require_gpu() {
-    if ! command -v nvidia-smi >/dev/null 2>&1; then
-        skip "no CUDA device: nvidia-smi not found (this test needs an NVIDIA GPU)"
+    local cache="$BATS_RUN_TMPDIR/need_gpu" why
+    if [ ! -e "$cache" ]; then
+        why=$(bash "$ROOT/tests/need_gpu.sh") || true
+        printf '%s\n' "$why" > "$cache.$$" && mv "$cache.$$" "$cache"
     fi
-    if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-        skip "no CUDA device: nvidia-smi lists no GPU (this test needs an NVIDIA GPU)"
-    fi
+    why=$(cat "$cache")
+    [ -z "$why" ] || skip "$why (this test needs an NVIDIA GPU)"
 }
 
 # run_stage STAGE [flags...]: runs ./STAGE/run with its trace in the test's temp dir; sets

@@ -21,6 +21,7 @@
 
 #include "reference.h"
 #include "tensor.h"
+#include "threads.h"
 #include "unit.h"
 
 typedef enum { EM_EAGER, EM_MATH, EM_TILED, EM_FLASH, EM_CUDNN } em_model;
@@ -132,13 +133,36 @@ static void problem_free(problem *p)
     free(p->q); free(p->k); free(p->v); free(p->o); free(p->rows); free(p->sbuf);
 }
 
-static void emulate_rows(problem *p, em_model m)
+/* One thread's share of emulate_rows: rows first, first + stride, ... of p's sample. */
+typedef struct {
+    const problem *p;
+    em_model m;
+    size_t first, stride;
+} emulate_job;
+
+static void *emulate_share(void *arg)
 {
-    for (size_t r = 0; r < p->n_rows; r++) {
+    const emulate_job *j = arg;
+    const problem *p = j->p;
+    float *sbuf = malloc(sizeof(float) * p->s.seq);
+    if (!sbuf) { fprintf(stderr, "emulate: out of memory\n"); exit(2); }
+    for (size_t r = j->first; r < p->n_rows; r += j->stride) {
         const size_t flat = p->rows[r], bh = flat / p->s.seq;
         const int i = (int)(flat % p->s.seq), h = (int)(bh % p->s.heads), b = (int)(bh / p->s.heads);
-        emulate_row(m, &p->s, p->q, p->k, p->v, b, h, i, i + 1, p->sbuf, p->o + at(&p->s, b, h, i));
+        emulate_row(j->m, &p->s, p->q, p->k, p->v, b, h, i, i + 1, sbuf, p->o + at(&p->s, b, h, i));
     }
+    free(sbuf);
+    return NULL;
+}
+
+/* Model m's O on every sampled row, the rows shared out among threads (each writes only its own
+ * rows of O: the same bits whatever the count). */
+static void emulate_rows(problem *p, em_model m)
+{
+    emulate_job jobs[THREADS_MAX];
+    const size_t n = threads_for(p->n_rows, 8);
+    for (size_t t = 0; t < n; t++) jobs[t] = (emulate_job){p, m, t, n};
+    threads_run(n, emulate_share, jobs, sizeof *jobs);
 }
 
 static int parse_shape(const char *text, int *b, int *h, int *seq, int *d)
@@ -170,15 +194,29 @@ static void print_check(const problem *p, const check_result *r, double tol)
     printf("%s\n", line);
 }
 
-/* emulate MODEL BxHxSxD [ROWS|all] [SEED]: model's O on the rows the run would check; the
- * check line, then "ratio=<worst |err|/bound> rel_l2=... pass=0|1". */
+/* emulate MODEL[,MODEL...] BxHxSxD [ROWS|all] [SEED]: each model's O on the rows the run would
+ * check (one problem, generated once); per model, the check line, then "ratio=<worst |err|/bound>
+ * rel_l2=... pass=0|1". */
 int unit_emulate(int argc, char **argv)
 {
-    if (argc < 3 || argc > 5) { fprintf(stderr, "emulate: MODEL BxHxSxD [ROWS|all] [SEED]\n"); return 2; }
-    int model = -1, b, h, seq, d;
-    for (int i = 0; i < 5; i++)
-        if (strcmp(argv[1], MODEL_NAMES[i]) == 0) model = i;
-    if (model < 0) { fprintf(stderr, "emulate: model '%s' is not eager, math, tiled, flash or cudnn\n", argv[1]); return 2; }
+    if (argc < 3 || argc > 5) {
+        fprintf(stderr, "emulate: MODEL[,MODEL...] BxHxSxD [ROWS|all] [SEED]\n");
+        return 2;
+    }
+    int models[16], n_models = 0, b, h, seq, d;
+    char list[256];
+    snprintf(list, sizeof list, "%s", argv[1]);
+    for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
+        int model = -1;
+        for (int i = 0; i < 5; i++)
+            if (strcmp(name, MODEL_NAMES[i]) == 0) model = i;
+        if (model < 0 || n_models == 16) {
+            fprintf(stderr, "emulate: model '%s' is not eager, math, tiled, flash or cudnn\n", name);
+            return 2;
+        }
+        models[n_models++] = model;
+    }
+    if (n_models == 0) { fprintf(stderr, "emulate: no model named\n"); return 2; }
     size_t n_rows = 256;
     unsigned long long seed = 0;
     if (parse_shape(argv[2], &b, &h, &seq, &d)) return 2;
@@ -186,12 +224,52 @@ int unit_emulate(int argc, char **argv)
     if (argc > 4 && sscanf(argv[4], "%llu", &seed) != 1) { fprintf(stderr, "emulate: bad seed\n"); return 2; }
     problem p;
     if (problem_make(&p, b, h, seq, d, n_rows, seed)) { fprintf(stderr, "emulate: out of memory\n"); return 2; }
-    emulate_rows(&p, (em_model)model);
-    check_result r = ref_check(&p.s, p.scale, p.q, p.k, p.v, p.o, p.rows, p.n_rows);
-    const double tol = model == EM_MATH ? 4e-3 : 1e-2;
-    print_check(&p, &r, tol);
-    printf("ratio=%.4f rel_l2=%.3e max_abs=%.3e pass=%d\n", r.ratio, r.rel_l2, r.max_abs,
-           ref_check_pass(&r, tol));
+    for (int m = 0; m < n_models; m++) {
+        emulate_rows(&p, (em_model)models[m]);
+        check_result r = ref_check(&p.s, p.scale, p.q, p.k, p.v, p.o, p.rows, p.n_rows);
+        const double tol = models[m] == EM_MATH ? 4e-3 : 1e-2;
+        print_check(&p, &r, tol);
+        printf("ratio=%.4f rel_l2=%.3e max_abs=%.3e pass=%d\n", r.ratio, r.rel_l2, r.max_abs,
+               ref_check_pass(&r, tol));
+    }
+    problem_free(&p);
+    return 0;
+}
+
+/* check-threads BxHxSxD ROWS|all: ref_check of 05's emulated O, with one element off by 0.05
+ * (so the worst element is a fault, not a tie of roundings), on 1, 2, 3, 5 and 16 threads; prints
+ * "threads=1,2,3,5,16 same=1" when every result has the same bits as the one-thread result, else
+ * same=0 and the first count that differs. */
+int unit_check_threads(int argc, char **argv)
+{
+    if (argc != 3) { fprintf(stderr, "check-threads: BxHxSxD ROWS|all\n"); return 2; }
+    int b, h, seq, d;
+    size_t n_rows;
+    if (parse_shape(argv[1], &b, &h, &seq, &d) || parse_rows(argv[2], &n_rows)) return 2;
+    problem p;
+    if (problem_make(&p, b, h, seq, d, n_rows, 0)) { fprintf(stderr, "check-threads: out of memory\n"); return 2; }
+    emulate_rows(&p, EM_FLASH);
+    bf16_bits *x = p.o + at(&p.s, b / 2, h / 2, seq / 2) + d / 2; /* row seq/2 of a middle head */
+    *x = bf16_from_float(bf16_to_float(*x) + 0.05f);
+    const size_t counts[] = {1, 2, 3, 5, 16};
+    check_result one = ref_check_threads(&p.s, p.scale, p.q, p.k, p.v, p.o, p.rows, p.n_rows, 1);
+    int same = 1;
+    size_t differs = 0;
+    for (size_t c = 1; c < sizeof counts / sizeof *counts && same; c++) {
+        check_result r = ref_check_threads(&p.s, p.scale, p.q, p.k, p.v, p.o, p.rows, p.n_rows,
+                                           counts[c]);
+        same = r.rows == one.rows && r.nonfinite == one.nonfinite && r.over == one.over &&
+               r.b == one.b && r.h == one.h && r.row == one.row && r.col == one.col &&
+               !memcmp(&r.rel_l2, &one.rel_l2, sizeof r.rel_l2) &&
+               !memcmp(&r.max_abs, &one.max_abs, sizeof r.max_abs) &&
+               !memcmp(&r.ratio, &one.ratio, sizeof r.ratio) &&
+               !memcmp(&r.got, &one.got, sizeof r.got) && !memcmp(&r.want, &one.want, sizeof r.want) &&
+               !memcmp(&r.bound, &one.bound, sizeof r.bound);
+        if (!same) differs = counts[c];
+    }
+    print_check(&p, &one, 1e-2);
+    if (same) printf("threads=1,2,3,5,16 same=1\n");
+    else printf("threads=1,2,3,5,16 same=0 differs=%zu\n", differs);
     problem_free(&p);
     return 0;
 }

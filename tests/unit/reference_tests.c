@@ -206,3 +206,22 @@ int unit_generator_first(int argc, char **argv)
     for (int i = 0; i < 16; i++) printf("%04x%c", x[i], i == 15 ? '\n' : ' ');
     return 0;
 }
+
+/* generator-hash N SEED: Q's, K's and V's streams (1, 2, 3) of N elements each, one after the
+ * other, as FNV-1a 64. The fill is shared out among threads: a pinned hash of a few million
+ * elements holds every share's start to the one generator's sequence. */
+int unit_generator_hash(int argc, char **argv)
+{
+    unsigned long long n, seed;
+    if (argc != 3) { fprintf(stderr, "generator-hash: N SEED\n"); return 2; }
+    if (parse_count(argv[0], argv[1], 1, 1ull << 26, &n) ||
+        parse_count(argv[0], argv[2], 0, UINT64_MAX, &seed))
+        return 2;
+    bf16_bits *x = malloc(3 * (size_t)n * sizeof *x);
+    if (!x) { fprintf(stderr, "generator-hash: out of memory\n"); return 2; }
+    for (int stream = 1; stream <= 3; stream++)
+        tensor_fill_normal(x + (stream - 1) * (size_t)n, (size_t)n, seed, (uint64_t)stream);
+    printf("%016llx\n", (unsigned long long)ref_fnv1a64(x, 3 * (size_t)n * sizeof *x));
+    free(x);
+    return 0;
+}

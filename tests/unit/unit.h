@@ -44,7 +44,9 @@
     X(pick_rows,        "pick-rows",        "BATCH HEADS SEQ N|all: the sampled query rows, then count= distinct=") \
     X(generator,        "generator",        ": determinism, moments, bf16 rounding") \
     X(generator_first,  "generator-first",  "SEED: the first 16 bf16 values of Q's stream") \
-    X(emulate,          "emulate",          "MODEL BxHxSxD [ROWS|all] [SEED]: a stage's arithmetic emulated, then the check") \
+    X(generator_hash,   "generator-hash",   "N SEED: FNV-1a 64 of Q's, K's and V's streams of N elements each") \
+    X(emulate,          "emulate",          "MODEL[,MODEL...] BxHxSxD [ROWS|all] [SEED]: stages' arithmetic emulated, then the check") \
+    X(check_threads,    "check-threads",    "BxHxSxD ROWS|all: ref_check's result on 1, 2, 3, 5, 16 threads, same=1 if all the same bits") \
     X(check_fault,      "check-fault",      "KIND [BxHxSxD]: 05's emulated O with a fault built in, then the check") \
     X(fnv1a,            "fnv1a",            "STRING: FNV-1a 64 of the string's bytes (the run's o_hash)") \
     X(cli,              "cli",              "ARGS...: cli_parse on a stand-in stage (flags --fast, --tile N): the options, or its exit 2")

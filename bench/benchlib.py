@@ -1,0 +1,115 @@
+"""benchlib.py: the input checks bench/compare.py and bench/peers.py share, so that both refuse
+the same things with the same words, before any stage runs:
+
+  SHAPE_RE                       the form BxHxSxD (positive decimal integers)
+  sanitize_env_problem(prog)     ATTN_SANITIZE other than unset, 0 or 1
+  dir_problem(path, what)        a directory that must take new files (existing or creatable)
+  file_problem(path, what)       a file to be written (existing and writable, or creatable)
+  shape_flag_problem(values)     the stages' own shape limits: a built stage's --validate
+
+Each returns the reason as one line, or None. Nothing is left behind: a probe file or directory
+is created and removed. The limits live in one place, common/cli.c; here they are asked, not
+copied. Python 3 standard library only.
+"""
+import os
+import re
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)\Z")
+STAGE_RE = re.compile(r"^[0-9][0-9]_[A-Za-z0-9_]+$")
+
+
+def _last_line(text):
+    """The last non-empty line of text, whitespace collapsed ('' if none)."""
+    lines = [x for x in (text or "").splitlines() if x.strip()]
+    return " ".join(lines[-1].split()) if lines else ""
+
+
+def sanitize_env_problem(prog):
+    """ATTN_SANITIZE must be unset, 0 or 1 (the stages refuse anything else): its own line, before
+    any stage runs, rather than a stage's refusal blamed on the shape."""
+    v = os.environ.get("ATTN_SANITIZE")
+    if v is not None and v not in ("0", "1"):
+        return f"ATTN_SANITIZE={v!r} must be unset, 0 or 1 ({prog} runs the stages, which refuse it)"
+    return None
+
+
+def _creatable_problem(path, what, kind):
+    """A missing PATH: its nearest existing parent must be a directory that takes a new one."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"{what} {path}: {parent} is not a directory"
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=parent))
+    except OSError as e:
+        return f"{what} {path}: cannot create {kind} in {parent} ({e.strerror or e})"
+    return None
+
+
+def dir_problem(path, what):
+    """Why the directory PATH cannot hold our files, or None: an existing directory must take a new
+    file; a missing one, its nearest existing parent a new directory."""
+    if not path:
+        return f"{what} is empty"
+    if "\0" in path:
+        return f"{what} {path!r} holds a NUL byte"
+    try:
+        if os.path.exists(path):
+            if not os.path.isdir(path):
+                return f"{what} {path} is not a directory"
+            try:
+                with tempfile.TemporaryFile(dir=path):
+                    pass
+            except OSError as e:
+                return f"{what} {path}: cannot write there ({e.strerror or e})"
+            return None
+        return _creatable_problem(path, what, "a directory")
+    except OSError as e:
+        return f"{what} {path}: {e.strerror or e}"
+
+
+def file_problem(path, what):
+    """Why the file PATH cannot be written, or None: an existing one must be a writable file; a
+    missing one, creatable (its nearest existing parent takes a new directory)."""
+    if not path:
+        return f"{what} is empty"
+    if "\0" in path:
+        return f"{what} {path!r} holds a NUL byte"
+    try:
+        if os.path.isdir(path):
+            return f"{what} {path} is a directory (a file name is expected)"
+        if os.path.exists(path):
+            return None if os.access(path, os.W_OK) else f"{what} {path}: not writable"
+        return _creatable_problem(path, what, "it")
+    except OSError as e:
+        return f"{what} {path}: {e.strerror or e}"
+
+
+def built_stages():
+    """The stage directories (NN_x/) whose ./run is built, in order."""
+    found = sorted(d for d in os.listdir(ROOT) if STAGE_RE.match(d) and os.path.isdir(os.path.join(ROOT, d)))
+    return [d for d in found if os.access(os.path.join(ROOT, d, "run"), os.X_OK)]
+
+
+def shape_flag_problem(values):
+    """The shared flag parser's refusal of the shape (b, h, s, d as strings), e.g. "--batch:
+    99999999999 is out of range (expected 1 to 65535)", or None: the first built stage's
+    --validate, which checks the flags and exits before any device is looked for. A refusal that
+    is one stage's own (a head_dim it does not run) is not the shape's problem: None. No stage
+    built: None (the stages will say it when they run)."""
+    for stage in built_stages():
+        flags = [x for f, v in zip(["--batch", "--heads", "--seq", "--head-dim"], values)
+                 for x in (f, str(v))]
+        try:
+            p = subprocess.run([os.path.join(ROOT, stage, "run"), "--validate"] + flags +
+                               ["--trace", "none"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        line = _last_line(p.stderr)
+        return line if p.returncode == 2 and line.startswith("--") else None
+    return None
