@@ -216,12 +216,13 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* teardown */    flash3_teardown,
     /* parse_flag */  flash3_parse_flag,
     /* flag_help */
-    "  --rung N          the ladder's rung (default: the last that runs the head_dim, 4 at 64,\n"
-    "                    3 at 128), each one idea on the one before; kernel ..._r<N>_sm90a:\n"
-    "                      1  TMA + mbarriers + wgmma, producer warpgroup + setmaxnreg  64, 128\n"
-    "                      2  + softmax of tile n under P.V of tile n-1 (overlap)       64, 128\n"
-    "                      3  + persistent grid, query tiles longest-first, 2 Q buffers 64, 128\n"
-    "                      4  + ping-pong of the two consumer warpgroups                64",
+    "  --rung N          the ladder's rung, each one idea on the one before; kernel\n"
+    "                    ..._r<N>_sm90a (default: the last rung that runs the head_dim: 4 at\n"
+    "                    head_dim 64, 3 at 128). Rung, idea, head_dims:\n"
+    "                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128\n"
+    "                      2  + softmax of tile n under P.V of tile n-1 (overlap)      64, 128\n"
+    "                      3  + persistent grid, tiles longest-first, 2 Q buffers      64, 128\n"
+    "                      4  + ping-pong of the two consumer warpgroups               64",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,
