@@ -39,6 +39,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "causal.cuh"
 #include "sm80/mma_sm80.cuh"   /* smem_addr, bf16x2_bits, exp2_approx, st_shared_b32, ld_shared_v4 */
 #include "sm90/mbarrier.cuh"
 #include "sm90/named_barrier.cuh"
@@ -162,8 +163,7 @@ static __device__ __forceinline__ void flash3_item_bounds(const flash3_params &p
                                                           flash3_item &w)
 {
     w.m0 = m_blk * H3_BLOCK_M;
-    const int n_tiles = (p.seq + H3_BLOCK_N - 1) / H3_BLOCK_N;
-    w.n_end = min(n_tiles, (w.m0 + H3_BLOCK_M - 1) / H3_BLOCK_N + 1);
+    w.n_end = causal_key_tiles(w.m0, H3_BLOCK_M, H3_BLOCK_N, p.seq);
 }
 
 /* One tile per block: grid (batch*heads, query tiles), the heaviest (last) query tile first in
@@ -227,7 +227,7 @@ static __device__ __forceinline__ void mask_tile(float (&sacc)[BN / 2], int row0
 {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const int limit = min(row0 + 8 * h + 1, seq) - key0 - 2 * t;
+        const int limit = causal_mask_limit(row0 + 8 * h, seq, key0, t);
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
