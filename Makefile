@@ -68,7 +68,7 @@ EAGER_OBJ  := $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard common/eager/*.cu))
 HEADERS    := $(wildcard common/*.h common/*/*.h tests/unit/*.h $(addsuffix /*.h,$(STAGES)))
 CU_HEADERS := $(HEADERS) $(wildcard common/*.cuh common/*/*.cuh $(addsuffix /*.cuh,$(STAGES)))
 
-.PHONY: all test sanitize compare clean $(STAGES)
+.PHONY: all test sanitize compare ladder clean $(STAGES)
 all: $(STAGES) $(UNIT)
 
 # Every object depends on the compiler flags: $(FLAGS_STAMP) holds them and is rewritten (when
@@ -112,14 +112,6 @@ cudnn-check:
 07_hopper_ARCH := -gencode arch=compute_90a,code=sm_90a
 $(BUILD)/07_hopper/%.cu.o: NVFLAGS := $(filter-out $(ARCH),$(NVFLAGS)) $(07_hopper_ARCH)
 
-# make sanitize's racecheck build of 07 (tests/sanitize.sh says why): the same kernel without
-# setmaxnreg (-DH3_SETMAXNREG=0). Not part of `all`.
-$(BUILD)/07_hopper/hopper_racecheck.cu.o: 07_hopper/hopper.cu $(FLAGS_STAMP) $(wildcard common/*.h common/*/*.cuh)
-	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -DH3_SETMAXNREG=0 -c $< -o $@
-07_hopper/run_racecheck: $(BUILD)/07_hopper/hopper_racecheck.cu.o $(COMMON_OBJ) $(RUN_OBJ)
-	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) -Xlinker --as-needed $(07_hopper_LIBS) $(HARNESS_LIBS)
-
 # One stage = its own .cu files (nvcc) and host-only .c files (gcc), the shared objects it names
 # (<stage>_OBJS), the harness; linked with <stage>_LIBS and the harness's libraries.
 define STAGE_RULES
@@ -141,7 +133,7 @@ test: all
 	bash -c 'set -o pipefail; bats --tap tests/ | bash tests/tap_summary.sh'
 
 clean:
-	rm -rf $(BUILD) $(addsuffix /run,$(STAGES)) 07_hopper/run_racecheck traces
+	rm -rf $(BUILD) $(addsuffix /run,$(STAGES)) traces
 
 # GPU only. Before running anything, make compare and make sanitize check their input, then the
 # device (bench/compare.py preflight: ATTN_SANITIZE, SHAPE; tests/sanitize.sh --preflight: the
@@ -179,5 +171,12 @@ compare:
 # Checked first, then built, as make compare.
 sanitize:
 	$(if $(SANITIZE_BAD),$(error make sanitize: $(SANITIZE_BAD)))
-	@$(MAKE) --no-print-directory all 07_hopper/run_racecheck
+	@$(MAKE) --no-print-directory all
 	CUDA_HOME='$(subst ','\'',$(CUDA_HOME))' bash tests/sanitize.sh
+
+# make ladder [SHAPE=BxHxSxD]: chapter 07's ladder, every rung of ./07_hopper/run at one shape
+# (default the blog's), with the counter pass: the table on stdout and in
+# 07_hopper/ladder/ladder_<shape>.md, the rungs' lines in ladder_<shape>.txt (bench/ladder.py).
+# Needs a Hopper GPU.
+ladder: 07_hopper
+	python3 bench/ladder.py run $(SHAPE_ARG)

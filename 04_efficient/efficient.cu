@@ -45,6 +45,7 @@
 
 #include "harness.h"
 #include "check.h"
+#include "tiled_stage.h"
 #include "sm80/attn_tiles.cuh"
 
 #define BLOCK_M 64                /* query rows per block: 16 per warp (the 64x64 of the names) */
@@ -244,36 +245,10 @@ fmha_fwd_bf16_64x64_causal_2pass_d128_sm80(const fmha_params p)
  * batch*heads within its x limit. */
 static int efficient_supports(const attn_shape *s, const cudaDeviceProp *prop, char *why, size_t why_len)
 {
-    if (s->head_dim != 64 && s->head_dim != 128) {
-        snprintf(why, why_len, "head_dim %d is not supported by 04_efficient (supported: 64, 128)",
-                 s->head_dim);
-        return 1;
-    }
-    if (!prop) return 0; /* the device checks follow */
-    if (prop->major < 8) {
-        snprintf(why, why_len, "04_efficient needs compute capability 8.0 or newer (bf16 mma.sync, "
-                 "ldmatrix, cp.async); %s is %d.%d", prop->name, prop->major, prop->minor);
-        return 1;
-    }
-    const int bm = BLOCK_M;
-    const long long q_tiles = ((long long)s->seq + bm - 1) / bm;
-    if (q_tiles > prop->maxGridSize[1]) {
-        snprintf(why, why_len, "seq %d is too long for 04_efficient (at most %lld: %d query tiles of "
-                 "%d rows)", s->seq, (long long)prop->maxGridSize[1] * bm, prop->maxGridSize[1], bm);
-        return 1;
-    }
-    if ((long long)s->batch * s->heads > prop->maxGridSize[0]) {
-        snprintf(why, why_len, "batch*heads %lld is too large for 04_efficient (at most %d)",
-                 (long long)s->batch * s->heads, prop->maxGridSize[0]);
-        return 1;
-    }
-    return 0;
-}
-
-static size_t efficient_extra_bytes(const attn_shape *s)
-{
-    (void)s;
-    return 0;                                  /* S and P never leave the chip */
+    const tiled_launch l = { "04_efficient", 8, 0,
+                             "compute capability 8.0 or newer (bf16 mma.sync, ldmatrix, cp.async)",
+                             BLOCK_M, 0, 0 };
+    return tiled_supports(&l, s, prop, why, why_len);
 }
 
 /* Prefer the largest shared-memory carveout (cp.async.cg bypasses L1: shared memory is all this
@@ -284,8 +259,7 @@ static void *efficient_setup(attn_problem *p)
     const void *kernel = p->shape.head_dim == 64
                              ? (const void *)fmha_fwd_bf16_64x64_causal_2pass_d64_sm80
                              : (const void *)fmha_fwd_bf16_64x64_causal_2pass_d128_sm80;
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                    cudaSharedmemCarveoutMaxShared));
+    tiled_kernel_setup(kernel, 0, 1);
     return NULL;
 }
 
@@ -317,7 +291,7 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* idea */        "one tiled kernel, 64x64 tiles on bf16 tensor cores, two sweeps over K, "
                       "S never in memory",
     /* supports */    efficient_supports,
-    /* extra_bytes */ efficient_extra_bytes,
+    /* extra_bytes */ tiled_no_extra_bytes,
     /* setup */       efficient_setup,
     /* forward */     efficient_forward,
     /* teardown */    NULL,

@@ -57,6 +57,7 @@
 
 #include "harness.h"
 #include "check.h"
+#include "tiled_stage.h"
 #include "sm80/attn_tiles.cuh"
 
 #ifndef FLASH_D64_BLOCK_M
@@ -303,42 +304,10 @@ static size_t smem_for(int head_dim)
  * limit; query tiles within the grid's y limit; batch*heads within its x limit. */
 static int flash_supports(const attn_shape *s, const cudaDeviceProp *prop, char *why, size_t why_len)
 {
-    if (s->head_dim != 64 && s->head_dim != 128) {
-        snprintf(why, why_len, "head_dim %d is not supported by 05_flash (supported: 64, 128)",
-                 s->head_dim);
-        return 1;
-    }
-    if (!prop) return 0; /* the device checks follow */
-    if (prop->major < 8) {
-        snprintf(why, why_len, "05_flash needs compute capability 8.0 or newer (bf16 mma.sync, "
-                 "ldmatrix, cp.async); %s is %d.%d", prop->name, prop->major, prop->minor);
-        return 1;
-    }
-    const size_t smem = smem_for(s->head_dim);
-    if (smem > prop->sharedMemPerBlockOptin) {
-        snprintf(why, why_len, "05_flash at head_dim %d needs %zu bytes of shared memory per "
-                 "block; %s allows %zu", s->head_dim, smem, prop->name, prop->sharedMemPerBlockOptin);
-        return 1;
-    }
-    const int bm = block_m_for(s->head_dim);
-    const long long q_tiles = ((long long)s->seq + bm - 1) / bm;
-    if (q_tiles > prop->maxGridSize[1]) {
-        snprintf(why, why_len, "seq %d is too long for 05_flash (at most %lld: %d query tiles of "
-                 "%d rows)", s->seq, (long long)prop->maxGridSize[1] * bm, prop->maxGridSize[1], bm);
-        return 1;
-    }
-    if ((long long)s->batch * s->heads > prop->maxGridSize[0]) {
-        snprintf(why, why_len, "batch*heads %lld is too large for 05_flash (at most %d)",
-                 (long long)s->batch * s->heads, prop->maxGridSize[0]);
-        return 1;
-    }
-    return 0;
-}
-
-static size_t flash_extra_bytes(const attn_shape *s)
-{
-    (void)s;
-    return 0;                                  /* S and P never leave the chip */
+    const tiled_launch l = { "05_flash", 8, 0,
+                             "compute capability 8.0 or newer (bf16 mma.sync, ldmatrix, cp.async)",
+                             block_m_for(s->head_dim), 0, smem_for(s->head_dim) };
+    return tiled_supports(&l, s, prop, why, why_len);
 }
 
 /* Opt the kernel into its dynamic shared memory (80 KiB at head_dim 128 is over the default
@@ -348,10 +317,7 @@ static void *flash_setup(attn_problem *p)
 {
     const void *kernel = p->shape.head_dim == 64 ? (const void *)FLASH_D64_KERNEL
                                                  : (const void *)FLASH_D128_KERNEL;
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)smem_for(p->shape.head_dim)));
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                    cudaSharedmemCarveoutMaxShared));
+    tiled_kernel_setup(kernel, smem_for(p->shape.head_dim), 1);
     return NULL;
 }
 
@@ -384,7 +350,7 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* idea */        "one kernel, one sweep over K and V: the online softmax rescales the output "
                       "accumulator (FlashAttention-2 work split, mma.sync, cp.async)",
     /* supports */    flash_supports,
-    /* extra_bytes */ flash_extra_bytes,
+    /* extra_bytes */ tiled_no_extra_bytes,
     /* setup */       flash_setup,
     /* forward */     flash_forward,
     /* teardown */    NULL,

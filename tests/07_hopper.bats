@@ -2,16 +2,17 @@
 # 07_hopper: FlashAttention-3's machinery by hand on sm_90a: TMA tile loads completing on
 # mbarriers, wgmma (S = Q.K^T from shared memory, O += P.V with P from registers).
 #
-# Per step: exactly one kernel, flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_sm90a, no
+# Per step: exactly one kernel, flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a, no
 # copy, no memset, no device memory beyond Q, K, V, O. head_dim 64 and 128 only. The binary holds
 # sm_90a code only, so every GPU test needs compute capability 9.0 (H100/H200) and skips elsewhere,
 # with the reason; another GPU must refuse with exit 2 (tested where one is present).
 load helpers
 
-# The kernel of each head_dim, with its tile shape (07_hopper/hopper.cu: 64 query rows per consumer
-# warpgroup, 2 consumer warpgroups; 128-key tiles).
-D64_KERNEL='flash3_fwd_bf16_causal_128x128_d64_sm90a'
-D128_KERNEL='flash3_fwd_bf16_causal_128x128_d128_sm90a'
+# The default kernel of each head_dim (the last rung that runs it: 4 at 64, 3 at 128), with its
+# tile shape (07_hopper/flash3.cuh: 64 query rows per consumer warpgroup, 2 consumer warpgroups;
+# 128-key tiles). tests/07_ladder.bats runs every rung.
+D64_KERNEL='flash3_fwd_bf16_causal_128x128_d64_r4_sm90a'
+D128_KERNEL='flash3_fwd_bf16_causal_128x128_d128_r3_sm90a'
 
 # The compute capability of GPU 0 ("9.0"), or "" without a GPU.
 gpu_cc() {
@@ -43,7 +44,7 @@ assert_flash3_kernels() {
     printf 'kernels:\n%s\n' "$names"
     [ "$(printf '%s\n' "$names" | grep -c .)" -eq 3 ]
     [ "$(printf '%s\n' "$names" | grep -c "^$(kernel_for "$1")(")" -eq 3 ]
-    [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_sm90a\(')" -eq 3 ]
+    [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[1-4]_sm90a\(')" -eq 3 ]
 }
 
 # shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; one kernel per step, no copy,
@@ -131,7 +132,7 @@ shape_case() {
     # 3 warpgroups, opt-in dynamic shared memory:
     # 1024 (alignment) + 2 x Q 16384 + 2 x (K 16384 + V 16384) + 12 mbarriers x 8 = 99424 B
     printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 99424 B \(opt-in\)"
-    printf '%s\n' "$output" | grep -qE "^ *${D64_KERNEL}\(flash3_para\.\.\. "
+    printf '%s\n' "$output" | grep -qE "^ *${D64_KERNEL}\(flash3_p\.\.\. "
     printf '%s\n' "$output" | grep -qE '^Self CPU time total: [0-9.]+(us|ms|s)$'
     printf '%s\n' "$output" | grep -qE '^Self CUDA time total: [0-9.]+(us|ms|s)$'
     [ "$(printf '%s\n' "$output" | grep -c '^result ')" -eq 1 ]

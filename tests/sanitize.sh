@@ -36,12 +36,12 @@
 #       it runs clean.
 #   SANITIZE_TIMEOUT=300  seconds per run; a run that takes longer is killed and FAILs (a hang
 #       under a tool is a finding, not a wait).
-#   A stage that has a ./NN_x/run_racecheck binary is racechecked with it instead of ./run:
-#       07_hopper's is the same kernel built without setmaxnreg (-DH3_SETMAXNREG=0). Measured on
-#       the H200 (compute-sanitizer 2025.3.1): racecheck on the setmaxnreg build hung (killed
-#       after 30-60 s) in 3 of 5 runs at 1x1x1x64 and in 1 of 4 at 1x2x77x64, and found 0
-#       hazards whenever it finished; without setmaxnreg 5 of 5 runs finished in about 1 s.
-#       memcheck, synccheck and initcheck run the setmaxnreg build itself.
+#   07_hopper runs once per rung (--rung 1 .. 4; rung 4 refuses head_dim 128 and is skipped):
+#       every tool checks the kernels students run, racecheck included. Measured on the H200
+#       (compute-sanitizer 2025.3.1) on the one-kernel build before the ladder: racecheck hung
+#       now and then on the setmaxnreg kernel (killed after 30-60 s; 0 hazards whenever it
+#       finished); a hang is a FAIL after SANITIZE_TIMEOUT. tests/probes/racecheck_07.sh tries
+#       the tool's options rung by rung.
 #   SYNCCHECK_EXCLUDE, INITCHECK_EXCLUDE  kernels synccheck / initcheck leave out, in the same
 #       --kernel-name-exclude syntax (default: none). Every kernel, cuBLAS's and cuDNN's
 #       included, is checked by both: named barriers and mbarriers are valid barrier use for
@@ -191,17 +191,22 @@ for stage in $stages; do
         failed=1
         continue
     fi
+    variants=-
+    if [ "$stage" = 07_hopper ]; then variants="1 2 3 4"; fi
+    for variant in $variants; do
+    rung_args=() which=
+    if [ "$variant" != - ]; then rung_args=(--rung "$variant"); which="; --rung $variant"; fi
     for shape in $shapes; do
         IFS=x read -r b h s d <<<"$shape"
         for tool in $tools; do
             log="$logs/$stage.$tool.$shape.log"
+            [ "$variant" = - ] || log="$logs/$stage.rung$variant.$tool.$shape.log"
             t0=$SECONDS
             tool_flags=$flags
             bin=./$stage/run
             case "$tool" in
                 racecheck) exclude=$race_exclude
-                           tool_flags="$tool_flags --num-cuda-barriers $cuda_barriers"
-                           if [ -x "$stage/run_racecheck" ]; then bin=./$stage/run_racecheck; fi ;;
+                           tool_flags="$tool_flags --num-cuda-barriers $cuda_barriers" ;;
                 synccheck) exclude=$sync_exclude
                            tool_flags="$tool_flags --num-cuda-barriers $cuda_barriers" ;;
                 initcheck) exclude=$init_exclude ;;
@@ -212,15 +217,13 @@ for stage in $stages; do
             fi
             # shellcheck disable=SC2086  # $tool_flags holds several words
             timeout -k 10 "$run_timeout" "$san" --tool "$tool" --error-exitcode 1 $tool_flags \
-                "$bin" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
+                "$bin" "${rung_args[@]}" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
                 --warmup 0 --steps 1 --trace none --quiet >"$log" 2>&1
             rc=$?
             took=$((SECONDS - t0))
             # the program's own last line (the sanitizer's lines start with "=========")
             msg=$(grep -v '^=========' "$log" | grep -v '^[[:space:]]*$' | tail -n 1)
             summary=$(grep -m1 'ERROR SUMMARY' "$log" | sed 's/^========= *//')
-            which=${bin#./"$stage"/}
-            [ "$which" = run ] && which= || which="; ./$stage/$which"
             if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
                 echo "FAIL $stage $tool $shape: still running after ${run_timeout} s, killed (SANITIZE_TIMEOUT)$which: $log"
                 failed=1
@@ -237,6 +240,7 @@ for stage in $stages; do
                 failed=1
             fi
         done
+    done
     done
 done
 if [ $ran -eq 0 ]; then

@@ -36,6 +36,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "causal.cuh"
 #include "mma_sm80.cuh"
 
 #define ATTN_WARPS   4
@@ -207,7 +208,7 @@ static __device__ __forceinline__ void causal_mask(float (&s)[MT][NT][4], int ro
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int limit = min(row_g + mt * 16 + 8 * h + 1, seq) - key0 - 2 * t;
+            const int limit = causal_mask_limit(row_g + mt * 16 + 8 * h, seq, key0, t);
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -233,7 +234,7 @@ static __device__ __forceinline__ causal_tiles causal_tile_bounds(int m0, int wa
 {
     causal_tiles b;
     const int n_tiles = (seq + BN - 1) / BN;
-    b.n_end    = min(n_tiles, (m0 + BM - 1) / BN + 1);
+    b.n_end    = causal_key_tiles(m0, BM, BN, seq);
     const int w_row0 = m0 + warp * R;
     b.w_n_end  = w_row0 < seq ? min(n_tiles, (w_row0 + R - 1) / BN + 1) : 0;
     b.w_n_full = min(b.w_n_end, min((w_row0 + 1) / BN, seq / BN));

@@ -1,0 +1,409 @@
+/* flash3.cuh: what every rung of the 07_hopper ladder shares, written once, so that two
+ * consecutive rung files (rung1_tma_wgmma.cu ... rung4_pingpong.cu) differ by their one idea.
+ *
+ *   flash3_params      the kernel arguments (three TMA tensor maps, O, the shape)
+ *   H3_SMEM_BYTES      the block's shared memory: Q buffers, 2 K and 2 V stages, mbarriers
+ *   flash3_mbar_slot   the mbarriers, an enum of slots; k_full(b, s) ... their addresses
+ *   flash3_named_bar   the named-barrier ids (0 is __syncthreads')
+ *   flash3_item        one work item (query tile of one (batch, head)) and its causal bounds:
+ *                      flash3_tile_item (one per block), flash3_persistent_item (longest-first)
+ *   kv_stage, kv_phase the pipeline's stage / phase bookkeeping of the block's u-th key tile
+ *   warp_release       the release sequence of a stage (one arrival per consumer warp)
+ *   mask_tile, online_softmax, pack_p, rescale_o   the softmax of one S tile in registers
+ *   issue_qk, issue_pv the two products as wgmma groups
+ *   store_o            the epilogue: O / l -> bf16 -> the item's Q buffer -> global memory
+ *
+ * Register layout of a consumer thread (warp w of its warpgroup, lane = 4g + t), from the wgmma
+ * accumulator layout (common/sm90/wgmma.cuh): it owns rows 16w + g + 8h (h = 0, 1) of the
+ * warpgroup's 64 and, in each 8-column group j, columns 8j + 2t and 8j + 2t + 1:
+ *   sacc[4j + 2h + e]  S of (row h, key 8j + 2t + e) of the current key tile
+ *   o[4j + 2h + e]     O of (row h, column 8j + 2t + e)
+ *   pk[k][i]           P as the A operand of k-step k (keys 16k..16k+15): i = 0, 1 the keys of
+ *                      group 2k for rows h = 0, 1; i = 2, 3 those of group 2k + 1
+ *   m_run[h]           running max of row h (raw Q.K units), l_run[h] this lane's part of its sum
+ *
+ * Shared memory (dynamic, from a 1024-byte boundary; each tile as TMA writes it with 128-byte
+ * swizzle: [head_dim/64 panels][rows][64 bf16], 16-byte chunk c of row r at c ^ (r % 8)):
+ *   QB x Q (BLOCK_M x head_dim; each item's O tile at its end), 2 x K, 2 x V (128 x head_dim),
+ *   then the mbarriers.
+ * Sources: Shah et al. 2024, "FlashAttention-3" (arXiv 2407.08608), its hopper/ sources (mask,
+ * softmax, named barriers, tile scheduler, epilogue each in one place); the PTX ISA sections
+ * named in common/sm90/.
+ */
+#ifndef ATTN_07_FLASH3_CUH
+#define ATTN_07_FLASH3_CUH
+
+#include <cuda.h>              /* CUtensorMap (types only: no -lcuda) */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "causal.cuh"
+#include "sm80/mma_sm80.cuh"   /* smem_addr, bf16x2_bits, exp2_approx, st_shared_b32, ld_shared_v4 */
+#include "sm90/mbarrier.cuh"
+#include "sm90/named_barrier.cuh"
+#include "sm90/setmaxnreg.cuh"
+#include "sm90/tma.cuh"
+#include "sm90/wgmma.cuh"
+
+#define H3_BLOCK_N     128                    /* keys per key tile */
+#define H3_STAGES      2                      /* K/V tiles in flight */
+#define H3_CONSUMERS   2                      /* consumer warpgroups: BLOCK_M = 128 query rows */
+#define H3_BLOCK_M     (64 * H3_CONSUMERS)
+#define H3_THREADS     (128 * (1 + H3_CONSUMERS))  /* + the producer warpgroup */
+/* setmaxnreg budgets filling the SM's 65536 registers as FlashAttention-3 splits them:
+ * 128 x 24 + 256 x 240 = 64512. */
+#define H3_PRODUCER_REGS 24
+#define H3_CONSUMER_REGS 240
+
+/* Kernel arguments. The tensor maps describe Q, K, V as 4-D tensors {64, seq, head_dim/64,
+ * batch*heads} (innermost first; hopper.cu's encode_qkv_map) with a box of {64, rows,
+ * head_dim/64, 1}, rows = BLOCK_M for Q and 128 for K and V: one box is one tile. They live in
+ * the parameter space (__grid_constant__), where TMA reads them. */
+typedef struct {
+    CUtensorMap q_map, k_map, v_map;
+    __nv_bfloat16 *o;          /* bf16 [batch, heads, seq, head_dim] */
+    int seq;
+    int bh_count, q_tiles;     /* batch*heads; query tiles per head (persistent grid's work) */
+    float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
+} flash3_params;
+
+/* The mbarriers, 8 bytes each after the tiles, by slot: per stage s, K full, V full (one
+ * arrival: the producer's expect_tx, plus the tile's bytes) and K empty, V empty (one arrival
+ * per consumer warp once its wgmma reading the tile have completed); per Q buffer q, Q full and
+ * (2 buffers) Q empty (one arrival per consumer warp once the epilogue is done with it). */
+enum flash3_mbar_slot {
+    MBAR_K_FULL  = 0,
+    MBAR_V_FULL  = H3_STAGES,
+    MBAR_K_EMPTY = 2 * H3_STAGES,
+    MBAR_V_EMPTY = 3 * H3_STAGES,
+    MBAR_Q_FULL  = 4 * H3_STAGES,             /* + q, q < QB */
+    MBAR_Q_EMPTY = 4 * H3_STAGES + 2          /* + q, only with 2 Q buffers */
+};
+/* mbarriers of a block with QB Q buffers: 1 -> K/V full/empty + 1 Q full, 2 -> + 2 Q full and
+ * 2 Q empty. */
+#define H3_BARRIERS(QB)        (4 * H3_STAGES + ((QB) == 1 ? 1 : 2 * (QB)))
+
+/* Named barriers (bar.sync ids; 0 is __syncthreads'): the epilogue's, one per consumer
+ * warpgroup c (128 threads), and the ping-pong's, one per consumer warpgroup (256 threads). */
+enum flash3_named_bar {
+    NBAR_EPILOGUE = 1,                        /* + c */
+    NBAR_PINGPONG = 4                         /* + c */
+};
+
+/* Bytes of one tile of ROWS rows, and of the block's dynamic shared memory with QB Q buffers
+ * (1: one query tile per block; 2: a persistent block loads the next tile's Q while it computes
+ * the current one). */
+#define H3_TILE_BYTES(D, ROWS) ((ROWS) * (D) * 2)
+#define H3_SMEM_BYTES(D, BM, QB) \
+    ((size_t)1024 + (QB) * H3_TILE_BYTES(D, BM) + 2 * H3_STAGES * H3_TILE_BYTES(D, H3_BLOCK_N) + \
+     8 * H3_BARRIERS(QB))
+
+/* Shared-memory layout of one block (offsets from the 1024-byte-aligned start). */
+typedef struct {
+    uint32_t sQ, sK, sV, bar;  /* .shared addresses: Q buffers, K stages, V stages, mbarriers */
+} flash3_block;
+
+static __device__ __forceinline__ uint32_t mbar_at(const flash3_block &b, int slot)
+{
+    return b.bar + 8u * (uint32_t)slot;
+}
+static __device__ __forceinline__ uint32_t k_full(const flash3_block &b, int s)  { return mbar_at(b, MBAR_K_FULL + s); }
+static __device__ __forceinline__ uint32_t v_full(const flash3_block &b, int s)  { return mbar_at(b, MBAR_V_FULL + s); }
+static __device__ __forceinline__ uint32_t k_empty(const flash3_block &b, int s) { return mbar_at(b, MBAR_K_EMPTY + s); }
+static __device__ __forceinline__ uint32_t v_empty(const flash3_block &b, int s) { return mbar_at(b, MBAR_V_EMPTY + s); }
+static __device__ __forceinline__ uint32_t q_full(const flash3_block &b, int q)  { return mbar_at(b, MBAR_Q_FULL + q); }
+static __device__ __forceinline__ uint32_t q_empty(const flash3_block &b, int q) { return mbar_at(b, MBAR_Q_EMPTY + q); }
+
+/* The block's shared memory, and (thread 0) its mbarriers armed: full barriers for one arrival,
+ * empty ones for one arrival per consumer warp; then the block's one __syncthreads(). */
+template <int D, int QB>
+static __device__ __forceinline__ flash3_block flash3_block_init(const flash3_params &p)
+{
+    constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
+    extern __shared__ uint8_t smem_raw[];
+    flash3_block b;
+    b.sQ = (smem_addr(smem_raw) + 1023u) & ~1023u;               /* 128B swizzle: 1024-B aligned */
+    b.sK = b.sQ + QB * H3_TILE_BYTES(D, H3_BLOCK_M);
+    b.sV = b.sK + H3_STAGES * KV_BYTES;
+    b.bar = b.sV + H3_STAGES * KV_BYTES;
+    if (threadIdx.x == 0) {
+        tma_prefetch_map(&p.q_map);
+        tma_prefetch_map(&p.k_map);
+        tma_prefetch_map(&p.v_map);
+        for (int q = 0; q < QB; ++q) {
+            mbar_init(q_full(b, q), 1);
+            if (QB > 1) mbar_init(q_empty(b, q), 4 * H3_CONSUMERS);
+        }
+        for (int s = 0; s < H3_STAGES; ++s) {
+            mbar_init(k_full(b, s), 1);
+            mbar_init(v_full(b, s), 1);
+            mbar_init(k_empty(b, s), 4 * H3_CONSUMERS);
+            mbar_init(v_empty(b, s), 4 * H3_CONSUMERS);
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();                          /* the last block-wide barrier */
+    return b;
+}
+
+/* ---- work items and causal bounds ------------------------------------------------------------ */
+
+/* One work item: one query tile of one (batch, head). Producer and consumers compute the same
+ * items in the same order and the same causal bounds (they must agree on the number of key
+ * tiles, or the producer waits for a release that never comes). */
+typedef struct {
+    int bh, m0, n_end;         /* (batch, head), first query row, key tiles 0..n_end-1 */
+} flash3_item;
+
+/* Causal bounds: key tiles 0 .. n_end-1 reach the tile's last row (or seq); none past that is
+ * ever loaded. With BLOCK_M == BLOCK_N both consumers need every one of them. */
+static __device__ __forceinline__ void flash3_item_bounds(const flash3_params &p, int m_blk,
+                                                          flash3_item &w)
+{
+    w.m0 = m_blk * H3_BLOCK_M;
+    w.n_end = causal_key_tiles(w.m0, H3_BLOCK_M, H3_BLOCK_N, p.seq);
+}
+
+/* One tile per block: grid (batch*heads, query tiles), the heaviest (last) query tile first in
+ * launch order. */
+static __device__ __forceinline__ flash3_item flash3_tile_item(const flash3_params &p)
+{
+    flash3_item w;
+    w.bh = (int)blockIdx.x;
+    flash3_item_bounds(p, (int)(gridDim.y - 1 - blockIdx.y), w);
+    return w;
+}
+
+/* Persistent grid (min(SMs, tiles) blocks): the j-th item of this block (j = 0, 1, ...), false
+ * when it has no more. The tiles in longest-first order, i = 0 .. total-1 with query tile
+ * q_tiles - 1 - i / bh_count of head i % bh_count (causal: the last query tile has the most key
+ * tiles); round r hands items r*G .. r*G + G-1 to the G blocks, forward in even rounds and
+ * backward in odd ones (a block that got a long item in one round gets a short one in the
+ * next). */
+static __device__ __forceinline__ bool flash3_persistent_item(const flash3_params &p, int j,
+                                                              flash3_item &w)
+{
+    const int G = (int)gridDim.x, blk = (int)blockIdx.x;
+    const long long i = (long long)j * G + ((j & 1) ? G - 1 - blk : blk);
+    if (i >= (long long)p.q_tiles * p.bh_count) return false;
+    w.bh = (int)(i % p.bh_count);
+    flash3_item_bounds(p, p.q_tiles - 1 - (int)(i / p.bh_count), w);
+    return true;
+}
+
+/* ---- the pipeline ------------------------------------------------------------------------------
+ * The block's key tiles are numbered u = 0, 1, ... across its items: tile u goes through stage
+ * u % H3_STAGES, and is that stage's k-th use, k = u / H3_STAGES. A consumer waits for completion
+ * k of the stage's full barrier (parity k & 1); the producer, before its k-th load into the
+ * stage, for completion k - 1 of the empty barrier, parity (k & 1) ^ 1, which for k = 0 is
+ * parity 1 on a fresh barrier: it passes at once. */
+static __device__ __forceinline__ int kv_stage(int u) { return u % H3_STAGES; }
+static __device__ __forceinline__ uint32_t kv_phase(int u) { return (uint32_t)(u / H3_STAGES) & 1u; }
+
+/* The release of a stage or Q buffer by one consumer warp: once every lane's wgmma reading it
+ * have completed (the caller's wgmma_wait), one arrival for the warp. */
+static __device__ __forceinline__ void warp_release(uint32_t empty_bar)
+{
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0) mbar_arrive(empty_bar);
+}
+
+/* ---- the softmax of one S tile in registers -------------------------------------------------- */
+
+/* Does key tile key0.. need the mask for this warpgroup's rows (first row r0 = m0 + 64c)? Only
+ * the tile crossing the diagonal or the end of the sequence does. */
+static __device__ __forceinline__ bool tile_needs_mask(int key0, int r0, int seq)
+{
+    return key0 + H3_BLOCK_N - 1 > r0 || key0 + H3_BLOCK_N > seq;
+}
+
+/* Mask by assignment (-inf): key col is visible to row iff col <= row and col < seq. row0 is the
+ * global row of this thread's h = 0 (h = 1 is row0 + 8), key0 the tile's first key. */
+template <int BN>
+static __device__ __forceinline__ void mask_tile(float (&sacc)[BN / 2], int row0, int key0, int seq,
+                                                 int t)
+{
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int limit = causal_mask_limit(row0 + 8 * h, seq, key0, t);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+                if (8 * j + e >= limit) sacc[4 * j + 2 * h + e] = -INFINITY;
+    }
+}
+
+/* Online softmax of one S tile, one row h at a time (the quad, 4 lanes, holds a row): the new
+ * running max m_run, alpha[h] = 2^((m_old - m_new)*c) for the caller to rescale O with, P =
+ * 2^(S*c - m_new*c) in place of S (fp32; pack_p makes the A operand of P.V), the row sum l_run. */
+template <int BN>
+static __device__ __forceinline__ void online_softmax(float (&sacc)[BN / 2], float (&m_run)[2],
+                                                      float (&l_run)[2], float (&alpha)[2], float c)
+{
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float m_new = m_run[h];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+            m_new = fmaxf(m_new, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
+        m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));
+        m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));
+        /* A row that has seen only masked keys keeps m = -inf; use 0 so that -inf - -inf
+         * never happens (alpha and P are then exactly 0). */
+        const float m_use = m_new == -INFINITY ? 0.f : m_new;
+        alpha[h] = exp2_approx((m_run[h] - m_use) * c);
+        const float m_c = m_use * c;
+        m_run[h] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const float p0 = exp2_approx(fmaf(sacc[4 * j + 2 * h], c, -m_c));
+            const float p1 = exp2_approx(fmaf(sacc[4 * j + 2 * h + 1], c, -m_c));
+            sum += p0 + p1;
+            sacc[4 * j + 2 * h] = p0;
+            sacc[4 * j + 2 * h + 1] = p1;
+        }
+        l_run[h] = fmaf(l_run[h], alpha[h], sum);
+    }
+}
+
+/* P (fp32, the S accumulator layout) -> the A operand of P.V: k-step k takes accumulator
+ * registers 8k..8k+7 (keys 16k..16k+15) packed in pairs to bf16x2 (wgmma.cuh). */
+template <int BN>
+static __device__ __forceinline__ void pack_p(const float (&sacc)[BN / 2], uint32_t (&pk)[BN / 16][4])
+{
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            pk[k][i] = bf16x2_bits(__floats2bfloat162_rn(sacc[8 * k + 2 * i], sacc[8 * k + 2 * i + 1]));
+}
+
+/* O *= alpha, row by row. */
+template <int D>
+static __device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&alpha)[2])
+{
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            o[4 * j + 2 * h]     *= alpha[h];
+            o[4 * j + 2 * h + 1] *= alpha[h];
+        }
+}
+
+/* ---- the two products ------------------------------------------------------------------------- */
+
+/* S = Q.K^T for one key tile (stage offset kv_off): head_dim/16 wgmma k-steps, issued and
+ * committed as one group (not waited for). Step kk reads 32 bytes further into each 128-byte
+ * row, then the next 64-column panel. */
+template <int D>
+static __device__ __forceinline__ void issue_qk(float (&sacc)[H3_BLOCK_N / 2], uint64_t q_desc,
+                                                uint64_t k_desc, uint32_t kv_off)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t q_off = (uint32_t)((kk / 4) * H3_BLOCK_M * 128 + (kk % 4) * 32);
+        const uint32_t k_off = kv_off + (uint32_t)((kk / 4) * H3_BLOCK_N * 128 + (kk % 4) * 32);
+        wgmma_m64n128k16_ss(sacc, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
+    }
+    wgmma_commit();
+}
+
+/* O += P.V for one key tile: BLOCK_N/16 k-steps, A = P from registers, B = V rows 16k..16k+15
+ * (2048 bytes a step inside each panel); one group, not waited for. */
+template <int D>
+static __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pk)[H3_BLOCK_N / 16][4],
+                                                uint64_t v_desc, uint32_t kv_off)
+{
+    wgmma_fence();                            /* O and P were written by ordinary code */
+#pragma unroll
+    for (int k = 0; k < H3_BLOCK_N / 16; ++k) {
+        const uint32_t v_off = kv_off + (uint32_t)k * 2048u;
+        if constexpr (D == 64)
+            wgmma_m64n64k16_rs(o, pk[k], v_desc + (v_off >> 4), 1);
+        else
+            wgmma_m64n128k16_rs(o, pk[k], v_desc + (v_off >> 4), 1);
+    }
+    wgmma_commit();
+}
+
+/* Descriptors (wgmma.cuh): K of stage 0, K-major; V of stage 0, MN-major, its 64-column panels
+ * BLOCK_N*128 bytes apart (LBO); Q rows 64c.. of panel 0 of buffer sQ, K-major. Offsets are added
+ * per k-step. */
+static __device__ __forceinline__ uint64_t k_desc_of(const flash3_block &b)
+{
+    return wgmma_desc_sw128(b.sK, 16, 1024);
+}
+static __device__ __forceinline__ uint64_t v_desc_of(const flash3_block &b)
+{
+    return wgmma_desc_sw128(b.sV, H3_BLOCK_N * 128, 1024);
+}
+static __device__ __forceinline__ uint64_t q_desc_of(uint32_t sQ, int cwg)
+{
+    return wgmma_desc_sw128(sQ + cwg * 64 * 128, 16, 1024);
+}
+
+/* ---- the epilogue ------------------------------------------------------------------------------
+ * Consumer warpgroup cwg's rows of O for item it: O /= l (a row that saw no key keeps O = 0), to
+ * bf16, into this warpgroup's own rows of the item's Q buffer sQ (same panel layout and swizzle;
+ * its wgmma reads of Q are complete and the other warpgroup reads only its own rows), a named
+ * barrier over the warpgroup, then 16-byte coalesced global stores of rows < seq. */
+template <int D>
+static __device__ __forceinline__ void store_o(const flash3_params &p, const flash3_item &it,
+                                               uint32_t sQ, int cwg, float (&o)[D / 2],
+                                               float (&l_run)[2])
+{
+    constexpr int BM = H3_BLOCK_M;
+    const int tid = threadIdx.x & 127, lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int seq = p.seq;
+    const int r_base = cwg * 64 + 16 * w + g;                     /* row in the tile; & 7 == g */
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float l = l_run[h];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const float inv = l > 0.f ? 1.f / l : 1.f;
+        const uint32_t row_addr = sQ + (uint32_t)(r_base + 8 * h) * 128u;
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j)
+            st_shared_b32(row_addr + (uint32_t)((j / 8) * BM * 128 + (((j % 8) ^ g) << 4) + 4 * t),
+                          bf16x2_bits(__floats2bfloat162_rn(o[4 * j + 2 * h] * inv,
+                                                            o[4 * j + 2 * h + 1] * inv)));
+    }
+    named_barrier_sync(NBAR_EPILOGUE + cwg, 128);   /* this warpgroup's rows are complete */
+    constexpr int CHUNKS = D / 8;             /* 16-byte chunks per row */
+    __nv_bfloat16 *o_bh = p.o + (size_t)it.bh * seq * D;
+#pragma unroll
+    for (int i = 0; i < 64 * CHUNKS / 128; ++i) {
+        const int idx = i * 128 + tid;
+        const int r = idx / CHUNKS, ch = idx % CHUNKS;            /* r: row in the warpgroup */
+        const int row = it.m0 + cwg * 64 + r;
+        if (row < seq) {
+            const uint32_t a = sQ + (uint32_t)((ch / 8) * BM * 128 + (cwg * 64 + r) * 128 +
+                                               (((ch % 8) ^ (r & 7)) << 4));
+            *(uint4 *)(o_bh + (size_t)row * D + ch * 8) = ld_shared_v4(a);
+        }
+    }
+}
+
+/* ---- the rungs, as the host sees them ------------------------------------------------------- */
+
+/* One rung: its number, its one idea (for --help and the ladder table), its kernels (NULL where
+ * it does not run that head_dim), and its launch: a persistent grid or one block per query tile,
+ * QB Q buffers. Each rung file defines one (flash3_rung_1 ...). */
+typedef struct {
+    int number;
+    const char *idea;
+    const void *kernel_d64, *kernel_d128;   /* __global__ void k(const flash3_params) */
+    int persistent;
+    int q_buffers;
+} flash3_rung;
+
+extern const flash3_rung flash3_rung_1, flash3_rung_2, flash3_rung_3, flash3_rung_4;
+
+#endif

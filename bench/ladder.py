@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""ladder.py: chapter 07's ladder table, every rung of ./07_hopper/run at one shape.
+
+    bench/ladder.py run [--shape BxHxSxD] [--outdir DIR]   (what `make ladder` runs; needs a Hopper GPU)
+    bench/ladder.py render SUMMARY_FILE OUTDIR              (renders saved lines; CPU only)
+
+`run` runs ./07_hopper/run --rung N for every rung in --help (default shape: the blog's
+8x16x1024x64), with the counter pass, and keeps for each rung its lines in
+OUTDIR/ladder_<shape>.txt (default OUTDIR: 07_hopper/ladder, where the chapter reads it), then
+renders them like `render`: the table on stdout and OUTDIR/ladder_<shape>.md.
+Columns: rung, idea, GPU us and TFLOP/s (the summary line), registers at launch and shared
+memory (the kernel details line), achieved occupancy, tensor pipe active % and GMMA instructions
+(the counter pass's `counters:` line; `-` without counters).
+
+The summary file holds, per rung, in this order (other lines are ignored):
+    rung N IDEA                                  (from --help)
+    the rung's kernel details line                "  flash3_...(flash3_params): grid ..."
+    its counters line                             "    counters: DRAM read ..."
+    its summary line                              "result stage=07_hopper ..."
+  or, for a rung that refused the shape:
+    unsupported rung=N message=ONE LINE
+Exit status: 0; 1 when a rung failed; 2 on bad input or no GPU (one line on stderr).
+Python 3 standard library only.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)\Z")
+BLOG_SHAPE = "8x16x1024x64"
+RUN = os.path.join(ROOT, "07_hopper", "run")
+HELP_RUNG_RE = re.compile(r"^\s+([1-9])\s+(\S.*?)\s{2,}([0-9, ]+)$")
+DETAILS_RE = re.compile(r"^\s+(flash3_\w+)\(flash3_params\): .*?(\d+) registers/thread, "
+                        r"shared memory (\d+) \+ (\d+) B")
+ACHIEVED_RE = re.compile(r"achieved occupancy (\S+)")
+TENSOR_RE = re.compile(r"tensor pipe (\S+) active")
+GMMA_RE = re.compile(r"([0-9,]+) GMMA")
+
+
+def die(msg, code=2):
+    print(f"ladder: {' '.join(msg.split())}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
+def fields(line):
+    """key=value fields of a summary line."""
+    return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+
+
+def parse(lines):
+    """Rows (dicts) of a summary file, one per rung, in rung order."""
+    rows, cur = [], None
+    for raw in lines:
+        line = raw.rstrip("\n")
+        m = re.match(r"^rung ([1-9]) (.*)$", line)
+        if m:
+            cur = {"rung": m.group(1), "idea": m.group(2).strip()}
+            rows.append(cur)
+            continue
+        m = re.match(r"^unsupported rung=([1-9]) message=(.*)$", line)
+        if m:
+            for r in rows:
+                if r["rung"] == m.group(1):
+                    r["message"] = m.group(2)
+            continue
+        if cur is None:
+            continue
+        m = DETAILS_RE.match(line)
+        if m:
+            cur.update(kernel=m.group(1), regs=m.group(2), smem=int(m.group(3)) + int(m.group(4)))
+        elif line.lstrip().startswith("counters"):
+            for key, rx in (("achieved", ACHIEVED_RE), ("tensor", TENSOR_RE), ("gmma", GMMA_RE)):
+                mm = rx.search(line)
+                if mm:
+                    cur[key] = mm.group(1)
+        elif line.startswith("result "):
+            cur.update(fields(line))
+    return rows
+
+
+def table(rows):
+    """The ladder as Markdown (the same text goes to stdout)."""
+    shape = next((r["shape"] for r in rows if "shape" in r), "-")
+    out = [f"07_hopper ladder at {shape} (`make ladder SHAPE={shape}`)", "",
+           "| rung | idea | GPU µs | TFLOP/s | registers | shared memory (B) | achieved occupancy "
+           "| tensor pipe | GMMA instructions |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "message" in r:
+            out.append(f"| {r['rung']} | {r['idea']} | {r['message']} | | | | | | |")
+            continue
+        cells = [r["rung"], r["idea"], r.get("gpu_us", "-"), r.get("tflops", "-"),
+                 r.get("regs", "-"), str(r.get("smem", "-")), r.get("achieved", "-"),
+                 r.get("tensor", "-"), r.get("gmma", "-")]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def render(lines, outdir):
+    rows = parse(lines)
+    if not rows:
+        die("no rung lines ('rung N IDEA') to render")
+    shape = next((r["shape"] for r in rows if "shape" in r), None)
+    text = table(rows)
+    sys.stdout.write(text)
+    if shape:
+        os.makedirs(outdir, exist_ok=True)
+        with open(os.path.join(outdir, f"ladder_{shape}.md"), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def rungs():
+    """(number, idea) of every rung, from ./07_hopper/run --help."""
+    try:
+        p = subprocess.run([RUN, "--help"], capture_output=True, text=True, timeout=30)
+    except OSError:
+        die(f"{RUN} is not built (make 07_hopper)")
+    found = [(m.group(1), m.group(2)) for m in map(HELP_RUNG_RE.match, p.stdout.splitlines()) if m]
+    if not found:
+        die("./07_hopper/run --help lists no rungs")
+    return found
+
+
+def run(shape, outdir):
+    if not SHAPE_RE.match(shape):
+        die(f"--shape {shape!r} is not BxHxSxD with positive integers (e.g. {BLOG_SHAPE})")
+    b, h, s, d = SHAPE_RE.match(shape).groups()
+    lines, failed = [], False
+    for n, idea in rungs():
+        lines.append(f"rung {n} {idea}")
+        cmd = [RUN, "--rung", n, "--batch", b, "--heads", h, "--seq", s, "--head-dim", d,
+               "--trace", "none"]
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        err = [x for x in p.stderr.splitlines() if x.strip()]
+        if p.returncode == 2:
+            msg = err[-1] if err else "(no message)"
+            if msg.startswith("no CUDA device"):
+                die(msg)
+            lines.append(f"unsupported rung={n} message={msg}")
+            continue
+        keep = [x for x in p.stdout.splitlines()
+                if DETAILS_RE.match(x) or x.lstrip().startswith("counters") or x.startswith("result ")]
+        lines.extend(keep)
+        if p.returncode != 0:
+            failed = True
+            print(f"ladder: rung {n} failed (exit {p.returncode}): {err[-1] if err else ''}",
+                  file=sys.stderr)
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, f"ladder_{shape}.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    render(lines, outdir)
+    return 1 if failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="ladder")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--shape", default=BLOG_SHAPE)
+    r.add_argument("--outdir", default=os.path.join(ROOT, "07_hopper", "ladder"))
+    rd = sub.add_parser("render")
+    rd.add_argument("summary")
+    rd.add_argument("outdir")
+    a = ap.parse_args()
+    if a.cmd == "run":
+        sys.exit(run(a.shape, a.outdir))
+    try:
+        with open(a.summary, encoding="utf-8") as f:
+            lines = f.readlines()
+    except (OSError, UnicodeDecodeError) as e:
+        die(f"{a.summary}: {e}")
+    render(lines, a.outdir)
+
+
+if __name__ == "__main__":
+    main()

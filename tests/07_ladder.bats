@@ -1,0 +1,197 @@
+#!/usr/bin/env bats
+# 07_hopper's ladder: every rung (./07_hopper/run --rung N) is its own kernel,
+# flash3_fwd_bf16_causal_128x128_d<head_dim>_r<N>_sm90a, and must pass what the chapter's kernel
+# passes: every query row of the odd sequence lengths at both head_dims it runs, one kernel per
+# step, no extra device memory, the same O bits over repeated runs. GPU tests need compute
+# capability 9.0 (the binary is sm_90a only) and skip elsewhere with the reason; the tests marked
+# "(no GPU needed)" run anywhere.
+load helpers
+
+gpu_cc() {
+    nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
+}
+
+setup() {
+    case "$BATS_TEST_DESCRIPTION" in
+        *"(no GPU needed)"*) ;;
+        *) require_gpu
+           local cc; cc=$(gpu_cc)
+           [ "$cc" = "9.0" ] || skip "07_hopper needs a Hopper GPU, compute capability 9.0 (this GPU: ${cc:-unknown})" ;;
+    esac
+}
+
+# Dynamic shared memory of a rung's block (07_hopper/flash3.cuh, H3_SMEM_BYTES): 1024 (alignment)
+# + QB x Q (128 rows) + 2 stages x (K + V) (128 rows) + mbarriers (9 with one Q buffer, 12 with two).
+#   one Q buffer (rungs 1-2):  d64 1024 + 16384 + 65536 + 72 = 83016,  d128 1024 + 32768 + 131072 + 72 = 164936
+#   two Q buffers (rungs 3-4): d64 1024 + 32768 + 65536 + 96 = 99424,  d128 1024 + 65536 + 131072 + 96 = 197728
+smem_of() {
+    case "$1:$2" in
+        1:64 | 2:64) echo 83016 ;;
+        1:128 | 2:128) echo 164936 ;;
+        3:64 | 4:64) echo 99424 ;;
+        3:128) echo 197728 ;;
+    esac
+}
+
+# run_rung RUNG B H S D [flags]: one correctness run, no trace, no counter pass, one profiled step.
+run_rung() {
+    run "$ROOT/07_hopper/run" --rung "$1" --batch "$2" --heads "$3" --seq "$4" --head-dim "$5" \
+        --trace none --no-counters --warmup 0 --steps 1 "${@:6}"
+}
+
+# The kernel details line of the run: exactly one, the rung's kernel.
+assert_rung_kernel() {
+    local k="flash3_fwd_bf16_causal_128x128_d$2_r$1_sm90a"
+    [ "$(printf '%s\n' "$output" | grep -cE '^  flash3_[a-z0-9_]+\(flash3_params\): grid ')" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -cE "^  $k\(flash3_params\): grid \[[0-9]+, [0-9]+, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ $(smem_of "$1" "$2") B \(opt-in\)")" -eq 1 ]
+}
+
+# rung_case RUNG HEAD_DIM: seq 1, 17, 63, 65, 127, 129, 255, 1000 with every row checked and 4097
+# on sampled rows (its float64 reference over every row costs seconds); then the seq-1000 run
+# once more with the same seed: the same o_hash (the kernel's reduction order is fixed, so a
+# missing wait or a stage released early shows as a difference). Its o_hash is kept for the
+# cross-rung test below.
+rung_case() {
+    local r=$1 d=$2 seq first this
+    for seq in 1 17 63 65 127 129 255 1000 4097; do
+        if [ "$seq" = 4097 ]; then
+            run_rung "$r" 1 1 "$seq" "$d"
+        else
+            run_rung "$r" 2 3 "$seq" "$d" --check-rows all --seed 7
+        fi
+        echo "rung $r seq $seq head_dim $d: $(printf '%s\n' "$output" | tail -n 1)"
+        [ "$status" -eq 0 ]
+        [ "$(field check)" = PASS ]
+        assert_rel_l2_le 1e-2
+        [ "$(field kernels_per_step)" = 1 ]
+        [ "$(field memcpy_per_step)" = 0 ]
+        [ "$(field extra_bytes)" = 0 ]
+        assert_rung_kernel "$r" "$d"
+        if [ "$seq" = 1000 ]; then first=$(field o_hash); fi
+    done
+    [ -n "$first" ]
+    run_rung "$r" 2 3 1000 "$d" --check-rows 1 --seed 7 --quiet
+    [ "$status" -eq 0 ]
+    this=$(field o_hash)
+    echo "rung $r head_dim $d again: o_hash=$this (first $first)"
+    [ "$this" = "$first" ]
+    echo "$first" > "$BATS_FILE_TMPDIR/o_hash.r$r.d$d"
+}
+
+@test "07 ladder rung 1 head_dim 64: every odd seq PASS, one r1 kernel, same o_hash" { rung_case 1 64; }
+@test "07 ladder rung 1 head_dim 128: every odd seq PASS, one r1 kernel, same o_hash" { rung_case 1 128; }
+@test "07 ladder rung 2 head_dim 64: every odd seq PASS, one r2 kernel, same o_hash" { rung_case 2 64; }
+@test "07 ladder rung 2 head_dim 128: every odd seq PASS, one r2 kernel, same o_hash" { rung_case 2 128; }
+@test "07 ladder rung 3 head_dim 64: every odd seq PASS, one r3 kernel, same o_hash" { rung_case 3 64; }
+@test "07 ladder rung 3 head_dim 128: every odd seq PASS, one r3 kernel, same o_hash" { rung_case 3 128; }
+@test "07 ladder rung 4 head_dim 64: every odd seq PASS, one r4 kernel, same o_hash" { rung_case 4 64; }
+
+# Every rung computes each O element by the same operations in the same order (per key tile:
+# S by the same wgmma, the same mask and exp2, O scaled by alpha before P.V is added; the rungs
+# change only who issues what when, and where), so at one seed all rungs write the same O bits.
+@test "07 ladder: every rung writes the same O bits as rung 1 at seq 1000, each head_dim" {
+    local r d want got
+    for d in 64 128; do
+        want=$(cat "$BATS_FILE_TMPDIR/o_hash.r1.d$d")
+        [ -n "$want" ]
+        for r in 2 3 4; do
+            [ "$r:$d" != 4:128 ] || continue
+            got=$(cat "$BATS_FILE_TMPDIR/o_hash.r$r.d$d")
+            echo "head_dim $d rung $r: $got (rung 1: $want)"
+            [ "$got" = "$want" ]
+        done
+    done
+}
+
+# The grids: rungs 1-2 one block per query tile, (batch*heads, ceil(seq/128)); rungs 3-4
+# persistent, min(SMs, tiles): at 2x3x1000, 6 x 8 = 48 tiles, fewer than any Hopper's SMs.
+@test "07 ladder: rungs 1-2 launch (batch*heads, query tiles), rungs 3-4 one block per tile up to the SMs" {
+    local r
+    for r in 1 2 3 4; do
+        run_rung "$r" 2 3 1000 64 --check-rows 1
+        [ "$status" -eq 0 ]
+        if [ "$r" -le 2 ]; then
+            printf '%s\n' "$output" | grep -qE "^  flash3_fwd_bf16_causal_128x128_d64_r${r}_sm90a\(flash3_params\): grid \[6, 8, 1\], "
+        else
+            printf '%s\n' "$output" | grep -qE "^  flash3_fwd_bf16_causal_128x128_d64_r${r}_sm90a\(flash3_params\): grid \[48, 1, 1\], "
+        fi
+    done
+}
+
+@test "07 ladder: without --rung, head_dim 64 runs rung 4 and head_dim 128 rung 3" {
+    run "$ROOT/07_hopper/run" --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --no-counters --warmup 0 --steps 1
+    [ "$status" -eq 0 ]
+    assert_rung_kernel 4 64
+    run "$ROOT/07_hopper/run" --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --no-counters --warmup 0 --steps 1
+    [ "$status" -eq 0 ]
+    assert_rung_kernel 3 128
+}
+
+# ---- CPU ---------------------------------------------------------------------------------------
+
+@test "07 ladder: --help lists the four rungs with their idea and head_dims (no GPU needed)" {
+    run "$ROOT/07_hopper/run" --help
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | grep -qxF '                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128'
+    printf '%s\n' "$output" | grep -qxF '                      2  + softmax of tile n under P.V of tile n-1 (overlap)      64, 128'
+    printf '%s\n' "$output" | grep -qxF '                      3  + persistent grid, tiles longest-first, 2 Q buffers      64, 128'
+    printf '%s\n' "$output" | grep -qxF '                      4  + ping-pong of the two consumer warpgroups               64'
+    [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
+}
+
+@test "07 ladder: a bad --rung exits 2 with one line naming the range (no GPU needed)" {
+    local v
+    for v in 0 5 99 x -1 2.5 ''; do
+        run "$ROOT/07_hopper/run" --rung "$v" --trace none
+        echo "--rung '$v': $status $output"
+        [ "$status" -eq 2 ]
+        [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
+        [[ "$output" == "--rung: "*"(expected 1 to 4)" ]]
+    done
+    run "$ROOT/07_hopper/run" --trace none --rung
+    [ "$status" -eq 2 ]
+    [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
+}
+
+@test "07 ladder: rung 4 refuses head_dim 128 with one line, exit 2 (no GPU needed)" {
+    run "$ROOT/07_hopper/run" --rung 4 --head-dim 128 --trace none
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [ "$output" = "rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 run 64 and 128)" ]
+}
+
+# Each rung file alone through ptxas with the stage's flags (-Werror: a spill or a warning is an
+# error) and -v: every kernel 0 spill bytes, its register count capped at 168 by
+# __launch_bounds__(384, 1), and no wgmma serialization or ignored setmaxnreg (C75xx).
+@test "07 ladder: every rung builds under the CI flags without spills or serialized wgmma (no GPU needed)" {
+    local f n
+    for f in "$ROOT"/07_hopper/rung*.cu; do
+        run "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
+            -I"$ROOT/common" -Xptxas -v -Xptxas -warn-spills -Xptxas -Werror -Xcompiler -Werror \
+            -c "$f" -o "$BATS_TEST_TMPDIR/rung.o"
+        echo "$f: $status"
+        [ "$status" -eq 0 ]
+        n=$(printf '%s\n' "$output" | grep -c 'Compiling entry function')
+        case "$f" in *rung4_*) [ "$n" -eq 1 ] ;; *) [ "$n" -eq 2 ] ;; esac
+        [ "$(printf '%s\n' "$output" | grep -c '0 bytes spill stores, 0 bytes spill loads')" -eq "$n" ]
+        [ "$(printf '%s\n' "$output" | grep -c 'Used 168 registers')" -eq "$n" ]
+        [ "$(printf '%s\n' "$output" | grep -cE 'C75[0-9][0-9]')" -eq 0 ]
+    done
+}
+
+@test "07 ladder: the table renders from a saved summary, one row per rung (no GPU needed)" {
+    run python3 "$ROOT/bench/ladder.py" render "$ROOT/tests/data/ladder_summary.txt" "$BATS_TEST_TMPDIR"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^| [1-4] |')" -eq 4 ]
+    printf '%s\n' "$output" | grep -qxF '| 1 | TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg | 66.4 | 258.7 | 168 | 83016 | 17.2% | 30.5% | 1,327,104 |'
+    printf '%s\n' "$output" | grep -qxF '| 4 | + ping-pong of the two consumer warpgroups | 56.5 | 304.0 | 168 | 99424 | 14.0% | 35.9% | 1,327,104 |'
+    cmp <(printf '%s\n' "$output") "$BATS_TEST_TMPDIR/ladder_8x16x1024x64.md"
+}
+
+@test "07 ladder: a rung that refuses the shape is a row with its message (no GPU needed)" {
+    printf 'rung 4 + ping-pong of the two consumer warpgroups\nunsupported rung=4 message=rung 4 of 07_hopper does not run head_dim 128\n' > "$BATS_TEST_TMPDIR/s.txt"
+    run python3 "$ROOT/bench/ladder.py" render "$BATS_TEST_TMPDIR/s.txt" "$BATS_TEST_TMPDIR"
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | grep -qxF '| 4 | + ping-pong of the two consumer warpgroups | rung 4 of 07_hopper does not run head_dim 128 | | | | | | |'
+}
