@@ -61,7 +61,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
     fprintf(out,
             "usage: %s [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]\n"
             "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--no-counters] [--quiet]\n"
-            "       [--help]%s%s\n"
+            "       [--regions [N]] [--help]%s%s\n"
             "\n"
             "%s: %s\n"
             "Causal attention O = softmax(Q·Kᵀ/sqrt(D) + mask)·V, bf16 [batch, heads, seq, head_dim],\n"
@@ -83,6 +83,9 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "                    Profiler, after timing and tracing): counters and dram_read/\n"
             "                    dram_write read -\n"
             "  --quiet           print only the summary line\n"
+            "  --regions [N]     one more forward with the region markers compiled in (stages with a\n"
+            "                    regions build: 04, 05, 07): the regions of SMs 0..N-1 (default %d)\n"
+            "                    as trace tracks and a summary; the build is checked like the kernel\n"
             "%s%s"
             "  --help            this text\n"
             "A value follows its flag (--seq 128) or an '=' (--seq=128); numbers are decimal digits\n"
@@ -97,7 +100,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "An ATTN_* setting unset takes its default; a value other than the forms above (an empty\n"
             "one too) prints one line and exits 2, before the device is looked for.\n",
             prog, stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",
-            stage->name, stage->idea, dims, stage->name,
+            stage->name, stage->idea, dims, stage->name, CLI_REGIONS_DEFAULT,
             stage->flag_help ? stage->flag_help : "", stage->flag_help ? "\n" : "",
             stage->env_help ? stage->env_help : "", stage->env_help ? "\n" : "");
 }
@@ -208,6 +211,16 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
             no_value(a, inline_val, arg);
             o->no_counters = 1;
             took_value = 0;
+        } else if (!strcmp(a, "--regions")) {
+            /* an optional number: inline (--regions=8), or the next argument if all digits */
+            const int next_is_number = !inline_val && val && val[0] &&
+                                       strspn(val, "0123456789") == strlen(val);
+            if (inline_val || next_is_number)
+                o->regions = (int)parse_uint(a, val, 1, 1024, NULL);
+            else {
+                o->regions = CLI_REGIONS_DEFAULT;
+                took_value = 0;
+            }
         } else if (!strcmp(a, "--batch")) {
             o->shape.batch = (int)parse_uint(a, val, 1, 65535, NULL);
         } else if (!strcmp(a, "--heads")) {

@@ -13,6 +13,7 @@ extern "C" {
 #endif
 
 struct counter_pass;
+struct regions_result;
 
 typedef struct {
     const char *stage;             /* "05_flash" */
@@ -22,6 +23,7 @@ typedef struct {
                                       occupancy) */
     int device;                    /* its ordinal (GPU lane pid in the trace) */
     const struct counter_pass *counters;  /* the counter pass (counters.h); NULL: none was made */
+    const struct regions_result *regions; /* the regions pass (regions.h); NULL: none was made */
 } report_info;
 
 #ifdef __cplusplus

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "counters.h"
 #include "occupancy.h"
+#include "regions.h"
 #include "trace.h"
 
 void trace_json_string(FILE *f, const char *s)
@@ -484,6 +485,9 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
                        s > 0 ? s - 1 : 0, e + 1);
         fprintf(f, "\"step\": %d}}", a->step);
     }
+
+    /* the regions pass: its kernel and one track per (SM, slot, warp or warpgroup) */
+    if (info->regions) regions_trace_events(f, info->regions, w.base, info->device, &w.first);
 
     fputs("\n  ],\n  \"traceName\": ", f);
     trace_json_string(f, trace_name ? trace_name : "");
