@@ -42,13 +42,13 @@ static inline attn_regions_param attn_regions_param_of(const attn_problem *p)
     return *p->regions;
 }
 
-/* One unit's stamping state, in registers. */
+/* One unit's stamping state, in registers: as few as possible (the regions build must not spill
+ * where the plain kernel does not), so the block index and %smid are read again at each stamp. */
 typedef struct {
-    attn_region_rec *rec;
-    attn_regions_head *head;
-    uint32_t capacity, next, end;    /* the unit's claimed slots: next .. end-1 */
-    uint32_t word2, word3;           /* block; sm | unit << 16 (tag added per record) */
-    int leader, stamps;              /* this lane is the unit's leader; and its SM is recorded */
+    attn_regions_head *head;         /* the records follow the head (attn_regions_arg) */
+    uint32_t slot;                   /* unit << 24 | the next slot (a multiple of
+                                      * ATTN_REGIONS_CHUNK: claim a chunk first) */
+    bool leader, stamps;             /* this lane is the unit's leader; and its SM is recorded */
 } attn_regions_ctx;
 
 static __device__ __forceinline__ uint64_t attn_globaltimer(void)
@@ -71,15 +71,10 @@ static __device__ __forceinline__ attn_regions_ctx attn_regions_start(const attn
                                                                       int unit, bool leader)
 {
     attn_regions_ctx c;
-    const uint32_t sm = attn_smid();
-    c.rec = p.rec;
     c.head = p.head;
-    c.capacity = p.capacity;
-    c.next = c.end = 0;
-    c.word2 = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    c.word3 = (sm & 0xFFFFu) | ((uint32_t)unit & 0xFFu) << 16;
+    c.slot = ((uint32_t)unit & 0xFFu) << 24;
     c.leader = leader;
-    c.stamps = leader && sm < p.sm_limit;
+    c.stamps = leader && attn_smid() < p.sm_limit;
     if (leader) atomicMin(&p.head->t_first, (unsigned long long)attn_globaltimer());
     return c;
 }
@@ -88,15 +83,20 @@ static __device__ __forceinline__ void attn_region_stamp(attn_regions_ctx &c, ui
 {
     if (!c.stamps) return;
     const uint64_t t = attn_globaltimer();
-    if (c.next == c.end) {                       /* claim the next chunk of slots */
-        c.next = atomicAdd(&c.head->claimed, ATTN_REGIONS_CHUNK);
-        c.end = c.next + ATTN_REGIONS_CHUNK;
+    if ((c.slot & (ATTN_REGIONS_CHUNK - 1)) == 0) {       /* claim the next chunk of slots */
+        const uint32_t first = atomicAdd(&c.head->claimed, ATTN_REGIONS_CHUNK);
+        if (first + ATTN_REGIONS_CHUNK > c.head->capacity) {   /* full: no more stamps */
+            c.stamps = false;
+            return;
+        }
+        c.slot = (c.slot & 0xFF000000u) | first;
     }
-    if (c.next < c.capacity) {
-        const uint4 w = make_uint4((uint32_t)t, (uint32_t)(t >> 32), c.word2, c.word3 | tag << 24);
-        *reinterpret_cast<uint4 *>(c.rec + c.next) = w;
-    }
-    c.next++;
+    const uint32_t block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    const uint4 w = make_uint4((uint32_t)t, (uint32_t)(t >> 32), block,
+                               (attn_smid() & 0xFFFFu) | (c.slot >> 24) << 16 | tag << 24);
+    *reinterpret_cast<uint4 *>(reinterpret_cast<attn_region_rec *>(c.head + 1) +
+                               (c.slot & 0xFFFFFFu)) = w;
+    c.slot++;
 }
 
 static __device__ __forceinline__ void attn_region_begin(attn_regions_ctx &c, attn_region r)

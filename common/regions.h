@@ -15,10 +15,11 @@
  *   sm     %smid of the block
  *   unit   the warp or warpgroup index in the block (the stage says which)
  *   tag    the region id (attn_region below) | ATTN_REGION_END for an end marker
- * Buffer: a head (the kernel's span and the records claimed) and `capacity` records. A leader
- * claims ATTN_REGIONS_CHUNK slots at a time with one atomicAdd on head.claimed, so the records of
- * one (block, unit) stream appear in the buffer in the order they were stamped, interleaved with
- * other streams; slots past capacity are not written (claimed > capacity: the buffer was full).
+ * Buffer: a head (the kernel's span, the slots claimed, the capacity) and `capacity` records. A
+ * leader claims ATTN_REGIONS_CHUNK slots at a time with one atomicAdd on head.claimed, so the
+ * records of one (block, unit) stream appear in the buffer in the order they were stamped,
+ * interleaved with other streams; a chunk that does not fit is not written and its unit stamps
+ * no more (claimed > capacity: the buffer was full, later regions are missing).
  */
 #ifndef ATTN_REGIONS_H
 #define ATTN_REGIONS_H
@@ -50,6 +51,7 @@ typedef enum {
 
 #define ATTN_REGION_END   0x80u  /* tag bit: an end marker */
 #define ATTN_REGIONS_CHUNK 32u   /* slots claimed per atomicAdd */
+#define ATTN_REGIONS_MAX_RECORDS (1u << 24)   /* capacity limit (the device packs a slot in 24 bits) */
 
 typedef struct {
     uint64_t t_ns;
@@ -63,14 +65,14 @@ typedef struct {
     unsigned long long t_first;  /* the earliest unit start of the kernel (all SMs), ns */
     unsigned long long t_last;   /* the latest unit finish, ns */
     unsigned int claimed;        /* slots claimed; > capacity: the buffer was full */
-    unsigned int pad;
+    unsigned int capacity;       /* records after the head (set by the host) */
+    unsigned long long unused;   /* 32 bytes in all: the records after it are 16-byte aligned */
 } attn_regions_head;
 
-/* The kernel argument of a regions build (device pointers). */
+/* The kernel argument of a regions build: one device buffer, the head then `capacity` records
+ * ((attn_region_rec *)(head + 1) is record 0). */
 typedef struct attn_regions_arg {
     attn_regions_head *head;
-    attn_region_rec *rec;
-    uint32_t capacity;           /* records */
     uint32_t sm_limit;           /* only blocks on SMs 0 .. sm_limit-1 stamp regions */
 } attn_regions_arg;
 

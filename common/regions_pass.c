@@ -15,25 +15,27 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void reset_head(attn_regions_head *d_head, cudaStream_t stream)
+static void reset_head(attn_regions_head *d_head, uint32_t capacity, cudaStream_t stream)
 {
     attn_regions_head h;
     memset(&h, 0, sizeof h);
     h.t_first = ~0ull;                       /* lowered by atomicMin */
+    h.capacity = capacity;
     CUDA_CHECK(cudaMemcpyAsync(d_head, &h, sizeof h, cudaMemcpyHostToDevice, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 /* Median time of OVERHEAD_RUNS single forwards of stage on p (after a sync each; the head reset
  * before each when head is not NULL). */
-static double single_forward_us(const attn_stage *stage, attn_problem *p, attn_regions_head *head)
+static double single_forward_us(const attn_stage *stage, attn_problem *p, attn_regions_head *head,
+                                uint32_t capacity)
 {
     double t[OVERHEAD_RUNS];
     cudaEvent_t e0, e1;
     CUDA_CHECK(cudaEventCreate(&e0));
     CUDA_CHECK(cudaEventCreate(&e1));
     for (int i = 0; i < OVERHEAD_RUNS; i++) {
-        if (head) reset_head(head, p->stream);
+        if (head) reset_head(head, capacity, p->stream);
         CUDA_CHECK(cudaEventRecord(e0, p->stream));
         stage->forward(p);
         CUDA_CHECK(cudaEventRecord(e1, p->stream));
@@ -55,26 +57,27 @@ void regions_pass_run(const attn_regions_build *rb, const attn_stage *plain_stag
     memset(out, 0, sizeof *out);
     const attn_stage *stage = rb->stage;
     const attn_shape *s = &plain->shape;
-    const size_t capacity = (size_t)ATTN_REGIONS_RECORDS_PER_SM * (size_t)sm_limit;
+    size_t capacity = (size_t)ATTN_REGIONS_RECORDS_PER_SM * (size_t)sm_limit;
+    if (capacity > ATTN_REGIONS_MAX_RECORDS) capacity = ATTN_REGIONS_MAX_RECORDS;
     attn_regions_arg arg;
-    arg.head = dev_alloc(sizeof(attn_regions_head), "regions buffer head");
-    arg.rec = dev_alloc(capacity * sizeof(attn_region_rec), "regions buffer");
-    arg.capacity = (uint32_t)capacity;
+    arg.head = dev_alloc(sizeof(attn_regions_head) + capacity * sizeof(attn_region_rec),
+                         "--regions record buffer");
     arg.sm_limit = (uint32_t)sm_limit;
+    attn_region_rec *d_rec = (attn_region_rec *)(arg.head + 1);
 
     attn_problem p = *plain;                 /* same tensors, stream and flags; its own state */
     p.regions = &arg;
     p.state = stage->setup ? stage->setup(&p) : NULL;
 
     attn_problem q = *plain;                 /* the plain build, for the overhead */
-    out->plain_us = single_forward_us(plain_stage, &q, NULL);
-    out->regions_us = single_forward_us(stage, &p, arg.head);
+    out->plain_us = single_forward_us(plain_stage, &q, NULL, 0);
+    out->regions_us = single_forward_us(stage, &p, arg.head, (uint32_t)capacity);
 
     /* The recorded forward, on an O of NaN: checked as the plain build's. */
     const size_t elems = (size_t)s->batch * s->heads * s->seq * s->head_dim;
     const size_t bytes = elems * sizeof(bf16_bits);
-    CUDA_CHECK(cudaMemsetAsync(arg.rec, 0, capacity * sizeof(attn_region_rec), p.stream));
-    reset_head(arg.head, p.stream);
+    CUDA_CHECK(cudaMemsetAsync(d_rec, 0, capacity * sizeof(attn_region_rec), p.stream));
+    reset_head(arg.head, (uint32_t)capacity, p.stream);
     CUDA_CHECK(cudaMemsetAsync(p.o, 0xFF, bytes, p.stream));
     stage->forward(&p);
     CUDA_CHECK(cudaStreamSynchronize(p.stream));
@@ -87,7 +90,7 @@ void regions_pass_run(const attn_regions_build *rb, const attn_stage *plain_stag
     CUDA_CHECK(cudaMemcpy(ho, p.o, bytes, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(&head, arg.head, sizeof head, cudaMemcpyDeviceToHost));
     const size_t n = head.claimed < capacity ? head.claimed : capacity;
-    CUDA_CHECK(cudaMemcpy(rec, arg.rec, n * sizeof *rec, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(rec, d_rec, n * sizeof *rec, cudaMemcpyDeviceToHost));
 
     out->check = ref_check(s, plain->scale, in->q, in->k, in->v, ho, in->rows, in->n_rows);
     out->pass = ref_check_pass(&out->check, in->tol);
@@ -101,6 +104,5 @@ void regions_pass_run(const attn_regions_build *rb, const attn_stage *plain_stag
     if (stage->teardown) stage->teardown(&p);
     free(ho);
     free(rec);
-    dev_free(arg.rec);
     dev_free(arg.head);
 }

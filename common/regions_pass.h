@@ -29,7 +29,7 @@ typedef struct {
     double plain_us, regions_us; /* median of single forwards, CUDA events, after a sync each */
 } regions_pass_result;
 
-/* Records per recorded SM in the buffer (16 bytes each). */
+/* Records per recorded SM in the buffer (16 bytes each), at most ATTN_REGIONS_MAX_RECORDS. */
 #define ATTN_REGIONS_RECORDS_PER_SM 65536u
 
 /* The pass, on plain's tensors and stream: the regions build's set-up; the overhead (single
