@@ -112,11 +112,21 @@ cudnn-check:
 07_hopper_ARCH := -gencode arch=compute_90a,code=sm_90a
 $(BUILD)/07_hopper/%.cu.o: NVFLAGS := $(filter-out $(ARCH),$(NVFLAGS)) $(07_hopper_ARCH)
 
+# Stages with a regions build (common/regions.cuh, ./NN_x/run --regions): each of their .cu
+# files compiled a second time with -DATTN_REGIONS=1 into <file>.regions.cu.o, linked into the
+# same ./NN_x/run next to the plain objects (its kernels and stage object have their own names).
+REGIONS_STAGES := 04_efficient 05_flash
+$(BUILD)/%.regions.cu.o: %.cu $(FLAGS_STAMP) $(CU_HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -DATTN_REGIONS=1 -c $< -o $@
+
 # One stage = its own .cu files (nvcc) and host-only .c files (gcc), the shared objects it names
-# (<stage>_OBJS), the harness; linked with <stage>_LIBS and the harness's libraries.
+# (<stage>_OBJS), its regions build if it has one, the harness; linked with <stage>_LIBS and the harness's libraries.
 define STAGE_RULES
 $(1): $(1)/run
-$(1)/run: $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard $(1)/*.cu)) $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/*.c)) $($(1)_OBJS) $(COMMON_OBJ) $(RUN_OBJ)
+$(1)/run: $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard $(1)/*.cu)) $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/*.c)) \
+          $(if $(filter $(1),$(REGIONS_STAGES)),$(patsubst %.cu,$(BUILD)/%.regions.cu.o,$(wildcard $(1)/*.cu))) \
+          $($(1)_OBJS) $(COMMON_OBJ) $(RUN_OBJ)
 	$(NVCC) $(ARCH) -o $$@ $$^ $(LDFLAGS) -Xlinker --as-needed $($(1)_LIBS) $(HARNESS_LIBS)
 endef
 $(foreach s,$(STAGES),$(eval $(call STAGE_RULES,$(s))))

@@ -45,6 +45,7 @@
 
 #include "harness.h"
 #include "check.h"
+#include "regions.cuh"
 #include "tiled_stage.h"
 #include "sm80/attn_tiles.cuh"
 
@@ -57,6 +58,7 @@ typedef struct {
     __nv_bfloat16 *o;
     int seq;
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
+    attn_regions_param regions;   /* the regions build's record buffer; empty otherwise */
 } fmha_params;
 
 /* ---- the two-sweep softmax (the idea of this stage) ---------------------------------------------- */
@@ -150,8 +152,10 @@ static __device__ __forceinline__ void fmha_fwd_2pass_block(const fmha_params &p
     const __nv_bfloat16 *q = p.q + bh, *k = p.k + bh, *v = p.v + bh;
     const causal_tiles ct = causal_tile_bounds<BM, BN, R>(m0, warp, seq);
     const lane_addrs la = ldmatrix_lane_addrs<D, R>(sQ, buf0, buf0);   /* K and V: + buffer offset */
+    attn_regions_ctx rg = attn_regions_start(p.regions, warp, lane == 0);
 
     /* Prologue: Q tile and K tile 0 (one group); Q goes to registers for both sweeps. */
+    attn_region_begin(rg, ATTN_REGION_LOAD);
     load_tile_async<D, BM>(sQ, q, m0, seq);
     load_tile_async<D, BN>(buf0, k, 0, seq);
     cp_async_commit();
@@ -173,6 +177,7 @@ static __device__ __forceinline__ void fmha_fwd_2pass_block(const fmha_params &p
     cp_async_wait<0>();                      /* this thread's Q and K copies have landed ... */
     __syncthreads();                         /* ... and everybody's */
     load_q_fragments<D, MT>(qf, la.q);
+    attn_region_end(rg, ATTN_REGION_LOAD);
 
     /* Sweep 1: keys 0 -> diagonal, row max and sum of exponentials. K tile n is in buf0 (n even)
      * or buf1 (n odd); the copy of tile n+1 into the other buffer runs while tile n is used. */
@@ -183,12 +188,18 @@ static __device__ __forceinline__ void fmha_fwd_2pass_block(const fmha_params &p
             load_tile_async<D, BN>((n & 1) ? buf0 : buf1, k, (n + 1) * BN, seq);
         cp_async_commit();
         const uint32_t buf = (uint32_t)((n & 1) * BN * D * 2);
+        attn_region_begin(rg, ATTN_REGION_S);
         warp_scores<D, MT, NT, true>(s, qf, la.q, la.k + buf);
+        attn_region_end(rg, ATTN_REGION_S);
+        attn_region_begin(rg, ATTN_REGION_STATS);
         if (n >= ct.w_n_full)
             causal_mask<MT, NT>(s, row_g, n * BN, seq, t);
         update_row_stats<MT, NT>(m_run, l_run, s, p.scale_log2);
+        attn_region_end(rg, ATTN_REGION_STATS);
+        attn_region_begin(rg, ATTN_REGION_LOAD);
         cp_async_wait<0>();   /* tile n+1 has landed ... */
         __syncthreads();       /* ... for every warp, and no warp still reads tile n */
+        attn_region_end(rg, ATTN_REGION_LOAD);
     }
     float lse2[MT][2];
     finish_row_stats<MT>(m_run, l_run, lse2, p.scale_log2);
@@ -200,41 +211,58 @@ static __device__ __forceinline__ void fmha_fwd_2pass_block(const fmha_params &p
     for (int n = ct.n_end - 1; n >= 0; --n) {
         load_tile_async<D, BN>(sV, v, n * BN, seq);
         cp_async_commit();
+        attn_region_begin(rg, ATTN_REGION_S);
         warp_scores<D, MT, NT, true>(s, qf, la.q, la.k + (sK - buf0));
+        attn_region_end(rg, ATTN_REGION_S);
+        attn_region_begin(rg, ATTN_REGION_SOFTMAX);
         if (n >= ct.w_n_full)
             causal_mask<MT, NT>(s, row_g, n * BN, seq, t);
         uint32_t pk[MT][NT][2];
         scores_to_probs<MT, NT>(pk, s, lse2, p.scale_log2);
+        attn_region_end(rg, ATTN_REGION_SOFTMAX);
+        attn_region_begin(rg, ATTN_REGION_LOAD);
         cp_async_wait<0>();   /* V tile n has landed; every warp is done with K tile n */
         __syncthreads();
         if (n > 0)
             load_tile_async<D, BN>(sK, k, (n - 1) * BN, seq);
         cp_async_commit();
+        attn_region_end(rg, ATTN_REGION_LOAD);
+        attn_region_begin(rg, ATTN_REGION_PV);
         warp_pv<D, MT, NT>(o, pk, la.v + (sV - buf0));
+        attn_region_end(rg, ATTN_REGION_PV);
+        attn_region_begin(rg, ATTN_REGION_LOAD);
         cp_async_wait<0>();   /* K tile n-1 has landed; every warp is done with V tile n */
         __syncthreads();
+        attn_region_end(rg, ATTN_REGION_LOAD);
     }
 
     /* Epilogue: O is final (P was normalized), to bf16, to global memory. */
+    attn_region_begin(rg, ATTN_REGION_EPILOGUE);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
             stage_o_row<D, MT>(o, mt, h, 1.f, sQ, warp, lane);
     store_o_rows<D, R>(sQ, p.o + bh, m0, seq, warp, lane);
+    attn_region_end(rg, ATTN_REGION_EPILOGUE);
+    attn_regions_finish(rg);
 }
 
 /* The two kernels, one per head_dim. __launch_bounds__(128 threads, min blocks per SM) caps the
  * registers so that 4 blocks (D = 64: <= 128 registers) or 3 blocks (D = 128: <= 168) fit in an
  * SM's 65536 registers; ptxas -v shows no spills at these caps. */
+/* The kernels' names (the regions build adds _regions: common/regions.cuh). */
+#define FMHA_D64_KERNEL  ATTN_REGIONS_NAME(fmha_fwd_bf16_64x64_causal_2pass_d64_sm80)
+#define FMHA_D128_KERNEL ATTN_REGIONS_NAME(fmha_fwd_bf16_64x64_causal_2pass_d128_sm80)
+
 __global__ void __launch_bounds__(ATTN_THREADS, 4)
-fmha_fwd_bf16_64x64_causal_2pass_d64_sm80(const fmha_params p)
+FMHA_D64_KERNEL(const fmha_params p)
 {
     fmha_fwd_2pass_block<64, BLOCK_M, BLOCK_N>(p);
 }
 
 __global__ void __launch_bounds__(ATTN_THREADS, 3)
-fmha_fwd_bf16_64x64_causal_2pass_d128_sm80(const fmha_params p)
+FMHA_D128_KERNEL(const fmha_params p)
 {
     fmha_fwd_2pass_block<128, BLOCK_M, BLOCK_N>(p);
 }
@@ -257,8 +285,8 @@ static int efficient_supports(const attn_shape *s, const cudaDeviceProp *prop, c
 static void *efficient_setup(attn_problem *p)
 {
     const void *kernel = p->shape.head_dim == 64
-                             ? (const void *)fmha_fwd_bf16_64x64_causal_2pass_d64_sm80
-                             : (const void *)fmha_fwd_bf16_64x64_causal_2pass_d128_sm80;
+                             ? (const void *)FMHA_D64_KERNEL
+                             : (const void *)FMHA_D128_KERNEL;
     tiled_kernel_setup(kernel, 0, 1);
     return NULL;
 }
@@ -274,14 +302,15 @@ static void efficient_forward(attn_problem *p)
     fp.o = (__nv_bfloat16 *)p->o;
     fp.seq = s->seq;
     fp.scale_log2 = (float)((double)p->scale * CUDART_L2E);
+    fp.regions = attn_regions_param_of(p);
     const int bm = BLOCK_M;
     const dim3 grid((unsigned)(s->batch * s->heads), (unsigned)((s->seq + bm - 1) / bm));
 
     prof_range_push("_efficient_attention_forward");   /* as ATen names the op that launches cutlassF */
     if (s->head_dim == 64)
-        fmha_fwd_bf16_64x64_causal_2pass_d64_sm80<<<grid, ATTN_THREADS, 0, p->stream>>>(fp);
+        FMHA_D64_KERNEL<<<grid, ATTN_THREADS, 0, p->stream>>>(fp);
     else
-        fmha_fwd_bf16_64x64_causal_2pass_d128_sm80<<<grid, ATTN_THREADS, 0, p->stream>>>(fp);
+        FMHA_D128_KERNEL<<<grid, ATTN_THREADS, 0, p->stream>>>(fp);
     CUDA_CHECK_LAUNCH();
     prof_range_pop();
 }
@@ -301,3 +330,4 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* env_help */    NULL,
     /* check_env */   NULL,
 };
+ATTN_REGIONS_REGISTER("warp")

@@ -57,6 +57,7 @@
 
 #include "harness.h"
 #include "check.h"
+#include "regions.cuh"
 #include "tiled_stage.h"
 #include "sm80/attn_tiles.cuh"
 
@@ -94,6 +95,7 @@ typedef struct {
     __nv_bfloat16 *o;
     int seq;
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
+    attn_regions_param regions;   /* the regions build's record buffer; empty otherwise */
 } flash_params;
 
 /* Shared-memory bytes of one block: Q tile (reused for the O tile at the end) + 2 K + 2 V tiles. */
@@ -144,23 +146,30 @@ static __device__ __forceinline__ void online_softmax(float (&o)[MT][DT][4], flo
 /* One key tile for one warp: S = Q.K^T, the mask (if mask: the tile crosses this warp's
  * diagonal or the end of the sequence; warp-uniform), the online softmax, O += P.V. q_lane,
  * k_lane, v_lane are this lane's ldmatrix addresses (k_lane, v_lane in this tile's buffer);
- * row_g = the global row of (mt 0, h 0); key0 = the tile's first key. */
+ * row_g = the global row of (mt 0, h 0); key0 = the tile's first key. rg: the warp's region
+ * markers (common/regions.cuh; nothing outside the regions build). */
 template <int D, int BM, int BN, bool Q_IN_REGS>
 static __device__ __forceinline__ void flash_key_tile(
     float (&o)[BM / ATTN_WARPS / 16][D / 8][4], float (&m_run)[BM / ATTN_WARPS / 16][2],
     float (&l_run)[BM / ATTN_WARPS / 16][2],
     const uint32_t (&qf)[Q_IN_REGS ? BM / ATTN_WARPS / 16 : 1][Q_IN_REGS ? D / 16 : 1][4],
     uint32_t q_lane, uint32_t k_lane, uint32_t v_lane, bool mask, int row_g, int key0, int seq, int t,
-    float c)
+    float c, attn_regions_ctx &rg)
 {
     constexpr int MT = BM / ATTN_WARPS / 16, NT = BN / 8, DT = D / 8;
     float s[MT][NT][4];
+    attn_region_begin(rg, ATTN_REGION_S);
     warp_scores<D, MT, NT, Q_IN_REGS>(s, qf, q_lane, k_lane);
+    attn_region_end(rg, ATTN_REGION_S);
+    attn_region_begin(rg, ATTN_REGION_SOFTMAX);
     if (mask)
         causal_mask<MT, NT>(s, row_g, key0, seq, t);
     uint32_t pk[MT][NT][2];
     online_softmax<MT, NT, DT>(o, m_run, l_run, s, pk, c);
+    attn_region_end(rg, ATTN_REGION_SOFTMAX);
+    attn_region_begin(rg, ATTN_REGION_PV);
     warp_pv<D, MT, NT>(o, pk, v_lane);
+    attn_region_end(rg, ATTN_REGION_PV);
 }
 
 /* ---- the kernel --------------------------------------------------------------------------------- */
@@ -213,8 +222,10 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
     const causal_tiles ct = causal_tile_bounds<BM, BN, R>(m0, warp, seq);
     const lane_addrs la = ldmatrix_lane_addrs<D, R>(sQ, sK, sV);
     if (sQ & 255u) __trap();                 /* dynamic shared memory not 256-byte aligned */
+    attn_regions_ctx rg = attn_regions_start(p.regions, warp, lane == 0);
 
     /* Prologue: Q tile (group 1), K and V tile 0 (group 2). */
+    attn_region_begin(rg, ATTN_REGION_LOAD);
     load_tile_async<D, BM>(sQ, q, m0, seq);
     cp_async_commit();
     load_tile_async<D, BN>(sK, k, 0, seq);
@@ -242,6 +253,7 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
     } else {
         qf[0][0][0] = qf[0][0][1] = qf[0][0][2] = qf[0][0][3] = 0u;   /* unused */
     }
+    attn_region_end(rg, ATTN_REGION_LOAD);
 
     /* The sweep: keys 0 -> diagonal, once. All warps run the same loop, so all meet at the same
      * barrier instruction (bar.sync is .aligned: every thread of the block must execute the very
@@ -249,15 +261,19 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
      * rest. */
     const int row_g = m0 + warp * R + g;            /* the global row of (mt 0, h 0) */
     for (int n = 0; n < ct.n_end; ++n) {
+        attn_region_begin(rg, ATTN_REGION_LOAD);
         key_tile_arrive<D, BN>(n, ct.n_end, sK, sV, k, v, seq);
+        attn_region_end(rg, ATTN_REGION_LOAD);
         if (n < ct.w_n_end) {                /* warp-uniform */
             const uint32_t buf = (uint32_t)((n & 1) * BN * D * 2);
             flash_key_tile<D, BM, BN, Q_IN_REGS>(o, m_run, l_run, qf, la.q, la.k + buf, la.v + buf,
-                                                 n >= ct.w_n_full, row_g, n * BN, seq, t, p.scale_log2);
+                                                 n >= ct.w_n_full, row_g, n * BN, seq, t, p.scale_log2,
+                                                 rg);
         }
     }
 
     /* Epilogue: O /= l (a row that saw no key keeps O = 0), to bf16, to global memory. */
+    attn_region_begin(rg, ATTN_REGION_EPILOGUE);
     __syncwarp();                            /* every lane is done with this warp's Q rows */
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -267,11 +283,13 @@ static __device__ __forceinline__ void flash_fwd_tile(const flash_params &p)
             stage_o_row<D, MT>(o, mt, h, l > 0.f ? 1.f / l : 1.f, sQ, warp, lane);
         }
     store_o_rows<D, R>(sQ, p.o + bh, m0, seq, warp, lane);
+    attn_region_end(rg, ATTN_REGION_EPILOGUE);
+    attn_regions_finish(rg);
 }
 
 /* The two kernels, one per head_dim, named after their tile shape (see the file comment). */
 #define FLASH_KERNEL_NAME(BM, BN, D)  FLASH_KERNEL_NAME_(BM, BN, D)
-#define FLASH_KERNEL_NAME_(BM, BN, D) flash_fwd_bf16_causal_##BM##x##BN##_d##D##_sm80
+#define FLASH_KERNEL_NAME_(BM, BN, D) ATTN_REGIONS_NAME(flash_fwd_bf16_causal_##BM##x##BN##_d##D##_sm80)
 #define FLASH_D64_KERNEL  FLASH_KERNEL_NAME(FLASH_D64_BLOCK_M, FLASH_D64_BLOCK_N, 64)
 #define FLASH_D128_KERNEL FLASH_KERNEL_NAME(FLASH_D128_BLOCK_M, FLASH_D128_BLOCK_N, 128)
 
@@ -332,6 +350,7 @@ static void flash_forward(attn_problem *p)
     fp.o = (__nv_bfloat16 *)p->o;
     fp.seq = s->seq;
     fp.scale_log2 = p->scale * CUDART_L2E_F;
+    fp.regions = attn_regions_param_of(p);
     const int bm = block_m_for(s->head_dim);
     const dim3 grid((unsigned)(s->batch * s->heads), (unsigned)((s->seq + bm - 1) / bm));
     const size_t smem = smem_for(s->head_dim);
@@ -360,3 +379,4 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* env_help */    NULL,
     /* check_env */   NULL,
 };
+ATTN_REGIONS_REGISTER("warp")

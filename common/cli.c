@@ -62,7 +62,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
     fprintf(out,
             "usage: %s [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]\n"
             "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--no-counters] [--quiet]\n"
-            "       [--no-timeline] [--timeline-interval NS] [--validate] [--help]%s%s\n"
+            "       [--no-timeline] [--timeline-interval NS] [--regions [N]] [--validate] [--help]%s%s\n"
             "\n"
             "%s: %s\n"
             "Causal attention O = softmax(Q·Kᵀ/sqrt(D) + mask)·V, bf16 [batch, heads, seq, head_dim],\n"
@@ -92,6 +92,9 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "                    checked without the device) and the trace path, then exit: 0 and\n"
             "                    nothing printed, or 2 and the one line a run would print; no device\n"
             "                    is looked for (make compare, make sanitize and bench/ ask this)\n"
+            "  --regions [N]     one more forward with the region markers compiled in (stages with a\n"
+            "                    regions build: 04, 05, 07): the regions of SMs 0..N-1 (default %d)\n"
+            "                    as trace tracks and a summary; the build is checked like the kernel\n"
             "%s%s"
             "  --help            this text\n"
             "A value follows its flag (--seq 128) or an '=' (--seq=128); numbers are decimal digits\n"
@@ -108,7 +111,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "An ATTN_* name no stage reads (a typo) exits 2 too, naming the settings that exist;\n"
             "one that only other stages read prints a warning and is ignored.\n",
             prog, stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",
-            stage->name, stage->idea, dims, stage->name,
+            stage->name, stage->idea, dims, stage->name, CLI_REGIONS_DEFAULT,
             stage->flag_help ? stage->flag_help : "", stage->flag_help ? "\n" : "",
             stage->env_help ? stage->env_help : "", stage->env_help ? "\n" : "");
 }
@@ -294,6 +297,16 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
         } else if (!strcmp(a, "--timeline-interval")) {
             o->timeline_interval_ns = parse_uint(a, val, TIMELINE_INTERVAL_MIN,
                                                  TIMELINE_INTERVAL_MAX, NULL);
+        } else if (!strcmp(a, "--regions")) {
+            /* an optional number: inline (--regions=8), or the next argument if all digits */
+            const int next_is_number = !inline_val && val && val[0] &&
+                                       strspn(val, "0123456789") == strlen(val);
+            if (inline_val || next_is_number)
+                o->regions = (int)parse_uint(a, val, 1, 1024, NULL);
+            else {
+                o->regions = CLI_REGIONS_DEFAULT;
+                took_value = 0;
+            }
         } else if (!strcmp(a, "--batch")) {
             o->shape.batch = (int)parse_uint(a, val, 1, 65535, NULL);
         } else if (!strcmp(a, "--heads")) {

@@ -8,6 +8,9 @@
 
 #include "harness.h"
 
+/* --regions without a number: the SMs recorded (a trace of a few MB at the course's shapes). */
+#define CLI_REGIONS_DEFAULT 4
+
 typedef struct {
     attn_shape shape;      /* --batch --heads --seq --head-dim (default 8 16 1024 64, the blog's) */
     int warmup;            /* --warmup: unprofiled calls before the schedule (default 3) */
@@ -22,6 +25,8 @@ typedef struct {
     uint64_t timeline_interval_ns; /* --timeline-interval NS (default TIMELINE_INTERVAL_NS) */
     int validate;          /* --validate: check the input (flags, environment, shape, trace path)
                             * and exit 0 or 2 before the device is looked for */
+    int regions;           /* --regions [N]: the regions pass records SMs 0..N-1 (N default
+                            * CLI_REGIONS_DEFAULT, 1 to 1024); 0: no regions pass */
     int sanitize;          /* environment ATTN_SANITIZE=1 (make sanitize, under compute-sanitizer):
                             * no profiler, no timing, no trace */
 } run_options;
@@ -32,7 +37,8 @@ typedef struct {
  * stage->check_env (if any) checks the stage's own settings (exit 2 on a bad one).
  * A flag's value is the next argument or follows an '=' (--seq 128, --seq=128); every integer is
  * decimal digits only (no sign, no space) within the flag's range (attn_flag_uint's rule, which
- * the stages' own flags use too). Flags the harness does not know go to stage->parse_flag. An
+ * the stages' own flags use too). --regions takes an optional number: the next argument when it
+ * is all digits, else none (the default). Flags the harness does not know go to stage->parse_flag. An
  * invalid value, an unknown flag, "--flag=value" for a flag without a value (--help=x too), or an
  * argument not starting with "--" (a stray word) prints one line and exits 2. A --trace value starting with "--" is refused unless written
  * --trace=--x (it would be the next flag). The trace path itself is checked by trace_check_path

@@ -41,6 +41,8 @@ typedef struct {
     size_t extra_bytes;        /* device bytes beyond Q, K, V, O; setup may raise it (a workspace) */
     int quiet;                 /* --quiet: the stage prints nothing on stdout (the summary line is
                                 * the harness's) */
+    const struct attn_regions_arg *regions;   /* the regions pass's record buffer (regions.h),
+                                * read by a regions build's forward; NULL otherwise */
 } attn_problem;
 
 typedef struct {
@@ -87,9 +89,21 @@ typedef struct {
     void (*check_env)(void);
 } attn_stage;
 
-/* Each stage defines the one stage object the harness runs. */
+/* Each stage defines the one stage object the harness runs. Its regions build (the same file
+ * compiled with -DATTN_REGIONS=1, common/regions.cuh) defines attn_stage_regions_def instead and
+ * publishes it as attn_regions_build_def (ATTN_REGIONS_REGISTER): who stamps ("warp" or
+ * "warpgroup") and the instrumented stage, whose forward launches the stamping kernel. */
+#if defined(ATTN_REGIONS) && ATTN_REGIONS
+#define ATTN_STAGE_SYMBOL attn_stage_regions_def
+#else
 #define ATTN_STAGE_SYMBOL attn_stage_def
+#endif
 extern const attn_stage ATTN_STAGE_SYMBOL;
+
+typedef struct {
+    const attn_stage *stage;   /* the regions build's stage object */
+    const char *unit;          /* "warp" or "warpgroup" */
+} attn_regions_build;
 
 /* ---- a stage's own integer flag -------------------------------------------------------------
  * value as an integer in [lo, hi] by the rule every flag follows: decimal digits only (no sign,

@@ -14,6 +14,7 @@ extern "C" {
 
 struct counter_pass;
 struct timeline;
+struct regions_result;
 
 typedef struct {
     const char *stage;             /* "05_flash" */
@@ -24,6 +25,7 @@ typedef struct {
     int device;                    /* its ordinal (GPU lane pid in the trace) */
     const struct counter_pass *counters;  /* the counter pass (counters.h); NULL: none was made */
     const struct timeline *timeline;      /* the timeline pass (timeline.h); NULL: none was made */
+    const struct regions_result *regions; /* the regions pass (regions.h); NULL: none was made */
 } report_info;
 
 #ifdef __cplusplus

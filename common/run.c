@@ -16,7 +16,10 @@
  *     (skipped by --no-timeline);
  *  6. the counter pass (counters.c): one more forward under CUPTI's Range Profiler, per-kernel
  *     DRAM bytes, achieved occupancy, tensor pipe, warp stalls (skipped by --no-counters);
- *  7. a `check:` line, the table (table.c), the trace (trace.c), the summary line (last line of
+ *  7. the regions pass (--regions N, regions_pass.c): the stage's regions build, timed against
+ *     the plain kernel, then one recorded forward checked as the plain one; its summary and
+ *     trace tracks;
+ *  8. a `check:` line, the table (table.c), the trace (trace.c), the summary line (last line of
  *     stdout); exit 0, or 1 if stdout could not be written.
  * When another CUPTI client owns CUPTI (run under ncu or nsys) the profiler steps aside: the
  * check, the forwards and the timing run, the table, trace and counters are "off" (trace=none).
@@ -38,6 +41,7 @@
 #include "harness.h"
 #include "profiler.h"
 #include "reference.h"
+#include "regions_pass.h"
 #include "report.h"
 #include "table.h"
 #include "tensor.h"
@@ -45,6 +49,10 @@
 #include "trace.h"
 
 enum { TIMING_CALLS = 20, TIMING_BATCHES = 10 };
+
+/* The stage's regions build (common/regions.cuh, ATTN_REGIONS_REGISTER), linked only into the
+ * stages that have one: weak, so its address is NULL in the others. */
+extern const attn_regions_build attn_regions_build_def __attribute__((weak));
 
 static double now_us(void)
 {
@@ -171,6 +179,10 @@ int main(int argc, char **argv)
     cli_parse(argc, argv, stage, &opt);
     const attn_shape *s = &opt.shape;
     char why[512] = {0};
+    const attn_regions_build *regions_build = &attn_regions_build_def;
+    if (opt.regions && !regions_build)
+        die_usage("--regions: %s has no regions build (the stages with region markers: "
+                  "04_efficient, 05_flash, 07_hopper)", stage->name);
 
     /* What the stage refuses whatever the device (a head_dim, a length), before any GPU work. */
     if (stage->supports && stage->supports(s, NULL, why, sizeof why) != 0)
@@ -198,6 +210,9 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaSetDevice(device));
     if (stage->supports && stage->supports(s, &prop, why, sizeof why) != 0)
         die_usage("%s", why[0] ? why : "this shape is not supported by this stage");
+    if (opt.regions > prop.multiProcessorCount)
+        die_usage("--regions %d: %s has %d SMs (expected 1 to %d)", opt.regions, prop.name,
+                  prop.multiProcessorCount, prop.multiProcessorCount);
 
     /* Memory: Q, K, V, O plus the stage's extra bytes must fit. In double: the largest shapes the
      * flags allow hold more than 2^64 bytes. */
@@ -372,8 +387,27 @@ int main(int argc, char **argv)
         prof_step_end();
     }
 
+    /* The regions pass: after everything that is timed, traced or counted. */
+    regions_pass_result rgn;
+    memset(&rgn, 0, sizeof rgn);
+    if (opt.regions) {
+        const regions_check_input in = { hq, hk, hv, rows, n_rows, tol };
+        prof_step_begin(-1, 0); /* an unrecorded step: its NVTX ranges only */
+        regions_pass_run(regions_build, stage, &p, opt.regions, &in, &rgn);
+        prof_step_end();
+        rgn.decoded.kernel = "regions pass";
+        if (!rgn.pass) {
+            fprintf(stderr, "regions build: %s\n", rgn.check_line);
+            printf("result stage=%s shape=%dx%dx%dx%d rel_l2=%.3e max_abs=%.3e err_ratio=%.3f "
+                   "check=FAIL trace=none\n", stage->name, s->batch, s->heads, s->seq,
+                   s->head_dim, rgn.check.rel_l2, rgn.check.max_abs, rgn.check.ratio);
+            return 1;
+        }
+    }
+
     report_info info;
     memset(&info, 0, sizeof info);
+    if (opt.regions) info.regions = &rgn.decoded;
     info.stage = stage->name;
     info.idea = stage->idea;
     info.shape = *s;
@@ -391,6 +425,18 @@ int main(int argc, char **argv)
                    "NVTX ranges attn_fwd and the host ops are in that tool's timeline)\n", owner);
         } else {
             table_print(stdout, &prof, &info);
+        }
+        if (opt.regions) {
+            const regions_result *r = &rgn.decoded;
+            regions_print_summary(stdout, r, stage->name);
+            printf("regions stage=%s sms=%d streams=%zu events=%zu missing_end=%zu full=%d "
+                   "kernel_us=%.3f plain_us=%.1f regions_us=%.1f overhead_pct=%.1f rel_l2=%.3e "
+                   "check=PASS\n", stage->name, opt.regions, r->n_streams, r->n_events,
+                   r->missing_end, r->full,
+                   r->t_last > r->t_first ? (double)(r->t_last - r->t_first) * 1e-3 : 0.0,
+                   rgn.plain_us, rgn.regions_us,
+                   rgn.plain_us > 0 ? 100.0 * (rgn.regions_us - rgn.plain_us) / rgn.plain_us : 0.0,
+                   rgn.check.rel_l2);
         }
     }
     const int want_trace = !owner && strcmp(opt.trace, "none") != 0;
@@ -422,6 +468,7 @@ int main(int argc, char **argv)
     prof_free(&prof);
     counters_free(&ctr);
     timeline_free(&tl);
+    regions_free(&rgn.decoded);
     free(rows);
     free(hq); free(hk); free(hv); free(ho);
     cli_check_stdout(); /* exit 1 if the table or the summary line could not be written */

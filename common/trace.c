@@ -14,6 +14,7 @@
 #include "counters.h"
 #include "occupancy.h"
 #include "timeline.h"
+#include "regions.h"
 #include "trace.h"
 
 void trace_json_string(FILE *f, const char *s)
@@ -532,6 +533,9 @@ int trace_write_stream(FILE *f, const profile *p, const report_info *info, const
         fprintf(f, "\"step\": %d}}", a->step);
     }
     put_timeline_counters(&w, info);
+
+    /* the regions pass: its kernel and one track per (SM, slot, warp or warpgroup) */
+    if (info->regions) regions_trace_events(f, info->regions, w.base, info->device, &w.first);
 
     fputs("\n  ],\n  \"traceName\": ", f);
     trace_json_string(f, trace_name ? trace_name : "");

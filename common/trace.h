@@ -34,6 +34,8 @@
  * (theoretical occupancy %, active blocks per SM, occupancy limiter, shared memory config,
  * kineto est. achieved occupancy %, launch api).
  * Records of the set-up phase (step 0) are included; inactive steps are not in the profile.
+ * With a regions pass (report_info.regions), its kernel and its region tracks follow the other
+ * events (regions_trace_events, regions.h).
  */
 #ifndef ATTN_TRACE_H
 #define ATTN_TRACE_H

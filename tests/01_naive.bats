@@ -163,7 +163,7 @@ memset_rows() {
     [[ "$output" == *"ATTN_GEMM_ALGO=x"* ]]
     # digits only, as every flag: a sign or a space is refused too
     for v in +1 ' 1' '1, 0' -0; do
-        ATTN_GEMM_ALGO="$v" run "$ROOT/01_naive/run" --batch 1 --heads 2 --seq 64 --trace none
+        ATTN_GEMM_ALGO="$v" run "$ROOT/01_naive/run" --batch 1 --heads 2 --seq 64 --trace none --no-counters --no-timeline
         echo "$output"
         [ "$status" -eq 2 ]
         [[ "$output" == *"ATTN_GEMM_ALGO=$v: expected heuristic indices"* ]]
@@ -175,7 +175,7 @@ memset_rows() {
 # back at least four times per forward (GEMM writes S, scale reads and writes, the copy, the fill,
 # softmax reads and writes, GEMM reads P): DRAM read + written >= 4 x 256 MiB.
 @test "01_naive default shape, counters: DRAM traffic >= 4 passes over S; achieved <= theoretical" {
-    run_stage 01_naive
+    run_stage_profiled 01_naive
     printf '%s\n' "$output" | sed -n '/^Kernel details/,$p'
     [ "$status" -eq 0 ]
     local rd wr

@@ -162,7 +162,7 @@ shape_case() {
 QKV_BYTES=$((3 * 8 * 16 * 1024 * 64 * 2))
 
 @test "05_flash default shape, counters: DRAM reads within 1.5 x Q+K+V, HMMA and no GMMA, achieved <= theoretical" {
-    run_stage 05_flash
+    run_stage_profiled 05_flash
     printf '%s\n' "$output" | sed -n '/^Kernel details/,$p'
     [ "$status" -eq 0 ]
     local rd hmma gmma
@@ -185,12 +185,12 @@ QKV_BYTES=$((3 * 8 * 16 * 1024 * 64 * 2))
 # The counter pass runs after the timing: gpu_us with it and with --no-counters agree within
 # 10% (two medians of 10 batches of 20 forwards each; the run-to-run spread is a few %).
 @test "05_flash: the counter pass leaves gpu_us within noise of a run with --no-counters" {
-    run_stage 05_flash --quiet
+    run_stage_profiled 05_flash --quiet
     [ "$status" -eq 0 ]
     local with without
     with=$(field gpu_us)
     [[ "$(field dram_read)" =~ ^[0-9]+$ ]]
-    run_stage 05_flash --quiet --no-counters
+    run_stage_profiled 05_flash --quiet --no-counters
     [ "$status" -eq 0 ]
     without=$(field gpu_us)
     [ "$(field dram_read)" = "-" ]

@@ -146,7 +146,7 @@ print('cpu_us cached', c, 'rebuild', r); sys.exit(0 if r > 10 * c else 1)"
 # ---- counters (the counter pass, common/counters.c) -----------------------------------------
 @test "06_cudnn default shape, counters: cuDNN's kernel runs wgmma (GMMA > 0); achieved <= theoretical" {
     require_gpu
-    run_stage 06_cudnn
+    run_stage_profiled 06_cudnn
     printf '%s\n' "$output" | sed -n '/^Kernel details/,$p'
     [ "$status" -eq 0 ]
     local gmma

@@ -36,7 +36,7 @@ smem_of() {
 # run_rung RUNG B H S D [flags]: one correctness run, no trace, no counter pass, one profiled step.
 run_rung() {
     run "$ROOT/07_hopper/run" --rung "$1" --batch "$2" --heads "$3" --seq "$4" --head-dim "$5" \
-        --trace none --no-counters --warmup 0 --steps 1 "${@:6}"
+        --trace none --no-counters --no-timeline --warmup 0 --steps 1 "${@:6}"
 }
 
 # The kernel details line of the run: exactly one, the rung's kernel.
@@ -119,10 +119,10 @@ rung_case() {
 }
 
 @test "07 ladder: without --rung, head_dim 64 runs rung 4 and head_dim 128 rung 3" {
-    run "$ROOT/07_hopper/run" --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --no-counters --warmup 0 --steps 1
+    run "$ROOT/07_hopper/run" --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --no-counters --no-timeline --warmup 0 --steps 1
     [ "$status" -eq 0 ]
     assert_rung_kernel 4 64
-    run "$ROOT/07_hopper/run" --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --no-counters --warmup 0 --steps 1
+    run "$ROOT/07_hopper/run" --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --no-counters --no-timeline --warmup 0 --steps 1
     [ "$status" -eq 0 ]
     assert_rung_kernel 3 128
 }

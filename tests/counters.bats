@@ -8,7 +8,7 @@ setup() { require_gpu; }
 
 @test "counters: every stage, every kernel: achieved <= theoretical occupancy (+1 point)" {
     for stage in 01_naive 02_inplace 03_math 04_efficient 05_flash 06_cudnn; do
-        run_stage "$stage" --batch 2 --heads 4 --seq 512 --head-dim 64
+        run_stage_profiled "$stage" --batch 2 --heads 4 --seq 512 --head-dim 64
         echo "$stage: $(printf '%s\n' "$output" | tail -n 1)"
         [ "$status" -eq 0 ]
         [[ "$(field dram_read)" =~ ^[0-9]+$ ]]

@@ -23,9 +23,19 @@ require_gpu() {
     [ -z "$why" ] || skip "$why (this test needs an NVIDIA GPU)"
 }
 
-# run_stage STAGE [flags...]: runs ./STAGE/run with its trace in the test's temp dir; sets
-# $status/$output (Bats run) and TRACE.
+# run_stage STAGE [flags...]: runs ./STAGE/run with its trace in the test's temp dir, without the
+# counter pass and the timeline pass (each one more forward under CUPTI, a second or more of set-up
+# per run: the correctness, table and trace tests do not read them); sets $status/$output (Bats
+# run) and TRACE.
 run_stage() {
+    local stage=$1; shift
+    TRACE="$BATS_TEST_TMPDIR/$stage.json"
+    run "$ROOT/$stage/run" --trace "$TRACE" --no-counters --no-timeline "$@"
+}
+
+# run_stage_profiled STAGE [flags...]: the same with every pass a student's run has (the counter
+# pass and the timeline pass unless the flags turn them off): the tests that read counters.
+run_stage_profiled() {
     local stage=$1; shift
     TRACE="$BATS_TEST_TMPDIR/$stage.json"
     run "$ROOT/$stage/run" --trace "$TRACE" "$@"

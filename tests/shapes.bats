@@ -12,7 +12,7 @@ setup() {
     require_gpu
 }
 
-FLAGS=(--check-rows all --quiet --trace none)
+FLAGS=(--check-rows all --quiet --trace none --no-counters --no-timeline)
 
 # expect_pass STAGE BOUND ARGS...: exit 0, check=PASS, rel_l2 <= BOUND; else the case goes to FAILS.
 expect_pass() {

@@ -15,17 +15,24 @@ WHAT:
                  measured sm__warps_active % and our theoretical occupancy %
   profiler-steps the names of the ProfilerStep ranges, one per line
   rank           distributedInfo's rank
+  timeline-kernels  the name of every kernel event of the timeline pass, one per line
+Every query but timeline-kernels leaves out the timeline pass (the events whose args say
+step -2, the profiler's PROF_STEP_TIMELINE): the suites count the profiled steps.
 """
 import re
 import json
 import sys
 
 
+TIMELINE_STEP = -2
+
+
 def main():
     path, what = sys.argv[1], sys.argv[2]
     with open(path) as f:
         doc = json.load(f)
-    ev = doc["traceEvents"]
+    ev_all = doc["traceEvents"]
+    ev = [e for e in ev_all if (e.get("args") or {}).get("step") != TIMELINE_STEP]
     if what == "valid":
         ok = isinstance(ev, list) and "schemaVersion" in doc and "deviceProperties" in doc
         sys.exit(0 if ok else 1)
@@ -60,6 +67,10 @@ def main():
     elif what == "profiler-steps":
         for e in ev:
             if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
+                print(e["name"])
+    elif what == "timeline-kernels":
+        for e in ev_all:
+            if e.get("ph") == "X" and e.get("cat") == "kernel" and (e.get("args") or {}).get("step") == TIMELINE_STEP:
                 print(e["name"])
     elif what == "rank":
         print(doc["distributedInfo"]["rank"])

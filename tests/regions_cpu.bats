@@ -1,0 +1,117 @@
+#!/usr/bin/env bats
+# CPU-only: the regions decoder, summary and trace tracks (common/regions.c) on the synthetic
+# records of tests/unit/regions_tests.c (the cases and their times are listed there), and the
+# --regions flag's refusals.
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+    make -s -C "$BATS_TEST_DIRNAME/.." build/common_unit
+}
+
+setup() {
+    UNIT="$ROOT/build/common_unit"
+}
+
+@test "regions decode: begin/end pairs of interleaved streams, slots reused on one SM" {
+    run "$UNIT" regions-decode pairs
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "events=9 records=18 streams=5 units=2 missing_end=0 stray_end=0 backwards=0 full=0" ]
+    [ "${lines[1]}" = "sm=0 slot=0 warp=0 block=0 load 100-300 depth=0" ]
+    [ "${lines[4]}" = "sm=0 slot=0 warp=0 block=0 O+=PV 900-1000 depth=0" ]
+    [ "${lines[5]}" = "sm=0 slot=0 warp=0 block=1 S=QK^T 1100-1300 depth=0" ]
+    [ "${lines[8]}" = "sm=0 slot=1 warp=0 block=2 load 200-700 depth=0" ]
+    [ "${lines[9]}" = "sm=1 slot=0 warp=0 block=3 epilogue 150-250 depth=0" ]
+}
+
+@test "regions decode: a missing end drops that region and is counted" {
+    run "$UNIT" regions-decode missing-end
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "events=1 records=3 streams=1 units=1 missing_end=1 stray_end=0 backwards=0 full=0" ]
+    [ "${lines[1]}" = "sm=0 slot=0 warp=0 block=0 load 100-200 depth=0" ]
+}
+
+@test "regions decode: a region left open inside another is dropped when the outer one ends" {
+    run "$UNIT" regions-decode nested
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "events=2 records=5 streams=1 units=1 missing_end=1 stray_end=0 backwards=0 full=0" ]
+    [ "${lines[1]}" = "sm=0 slot=0 warp=0 block=0 softmax 100-400 depth=0" ]
+    [ "${lines[2]}" = "sm=0 slot=0 warp=0 block=0 wait K 150-160 depth=1" ]
+}
+
+@test "regions decode: an end without a begin is a stray end" {
+    run "$UNIT" regions-decode stray
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "events=1 records=3 streams=1 units=1 missing_end=0 stray_end=1 backwards=0 full=0" ]
+    [ "${lines[1]}" = "sm=0 slot=0 warp=0 block=0 S=QK^T 200-300 depth=0" ]
+}
+
+@test "regions decode: out-of-order streams are sorted; a stamp earlier than its predecessor is clamped" {
+    run "$UNIT" regions-decode out-of-order
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "events=3 records=6 streams=2 units=2 missing_end=0 stray_end=0 backwards=1 full=0" ]
+    [ "${lines[1]}" = "sm=2 slot=0 warp=0 block=5 S=QK^T 100-300 depth=0" ]
+    [ "${lines[2]}" = "sm=2 slot=0 warp=0 block=5 softmax 400-400 depth=0" ]
+    [ "${lines[3]}" = "sm=2 slot=0 warp=1 block=7 O+=PV 800-900 depth=0" ]
+}
+
+@test "regions decode: a full buffer is reported, in the decoder and in the summary" {
+    run "$UNIT" regions-decode full
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "events=9 records=18 streams=5 units=2 missing_end=0 stray_end=0 backwards=0 full=1" ]
+    run "$UNIT" regions-summary full
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == *"; buffer full (96 of 64 slots claimed): later regions dropped" ]]
+}
+
+@test "regions summary: mean duration per region per warp, and each warp's waited share" {
+    run "$UNIT" regions-summary pairs
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "regions: 05_flash, SMs 0-1 recorded: 4 blocks, 5 warps, 9 regions; kernel 1.250 us" ]
+    [ "$(echo ${lines[1]})" = "mean us (n) warp 0 warp 1" ]
+    [ "$(echo ${lines[2]})" = "load 0.350 (2) 0.300 (1)" ]
+    [ "$(echo ${lines[3]})" = "S=QK^T 0.200 (2) 0.200 (1)" ]
+    [ "$(echo ${lines[4]})" = "softmax 0.400 (1) -" ]
+    [ "$(echo ${lines[5]})" = "O+=PV 0.100 (1) -" ]
+    [ "$(echo ${lines[6]})" = "epilogue 0.100 (1) -" ]
+    # warp 0 waits 200 + 500 ns of 900 + 500 + 200 + 100 ns alive; warp 1 300 of 500 ns
+    [ "$(echo ${lines[7]})" = "waited 41.2% 60.0%" ]
+}
+
+@test "regions trace: valid JSON, one track per (SM, slot, warp), every region inside the pass's kernel" {
+    run "$UNIT" regions-trace pairs "$BATS_TEST_TMPDIR/r.json"
+    [ "$status" -eq 0 ]
+    run python3 -m json.tool "$BATS_TEST_TMPDIR/r.json"
+    [ "$status" -eq 0 ]
+    run python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/r.json" tracks
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "$(printf 'SM 0 slot 0 warp 0\t5')" ]
+    [ "${lines[1]}" = "$(printf 'SM 0 slot 0 warp 1\t2')" ]
+    [ "${lines[2]}" = "$(printf 'SM 0 slot 1 warp 0\t1')" ]
+    [ "${lines[3]}" = "$(printf 'SM 1 slot 0 warp 0\t1')" ]
+    [ "${lines[4]}" = "tracks=4" ]
+    run python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/r.json" inside
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "kernels=1" ]
+    [ "${lines[1]}" = "outside=0" ]
+    [ "${lines[2]}" = "overlap=0" ]
+}
+
+@test "--regions: a stage without a regions build refuses it with one line, exit 2 (no GPU needed)" {
+    make -s -C "$ROOT" 02_inplace
+    run "$ROOT/02_inplace/run" --regions
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [ "${lines[0]}" = "--regions: 02_inplace has no regions build (the stages with region markers: 04_efficient, 05_flash, 07_hopper)" ]
+}
+
+@test "--regions: a bad count is refused with one line, exit 2" {
+    make -s -C "$ROOT" 05_flash
+    run "$ROOT/05_flash/run" --regions=0
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "${lines[0]}" == *"--regions: 0 is out of range (expected 1 to 1024)" ]]
+    run "$ROOT/05_flash/run" --regions x
+    [ "$status" -eq 2 ]
+    [[ "${lines[0]}" == *"unexpected argument 'x'"* ]]
+}
