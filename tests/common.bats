@@ -1220,6 +1220,32 @@ fake_sanitizer() {
     [[ "$output" == *"FAIL 01_naive memcheck 1x2x77x64: still running after 1 s, killed (SANITIZE_TIMEOUT)"* ]]
 }
 
+@test "sanitize.sh: racecheck on 07_hopper runs a hung run again (named), up to 3 runs, then FAILs" {
+    [ -x "$ROOT/07_hopper/run" ] || skip "./07_hopper/run is not built (make all)"
+    # the first run of each shape hangs, the next one is clean (a counter file per shape)
+    fake_sanitizer '[ "$1" = --version ] && { echo "fake version 1"; exit 0; }
+f="$FAKE_DIR/n"; n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) > "$f"
+[ "$n" -eq 0 ] && exec sleep 30
+echo "========= ERROR SUMMARY: 0 errors"; exit 0'
+    run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
+        FAKE_DIR="$BATS_TEST_TMPDIR" SANITIZE_TIMEOUT=1 SANITIZE_TOOLS=racecheck SANITIZE_SHAPES=1x2x77x64 \
+        SANITIZE_STAGES=07_hopper SANITIZE_LOGS="$BATS_TEST_TMPDIR/logs" bash "$ROOT/tests/sanitize.sh"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^hung 07_hopper racecheck 1x2x77x64: still running after 1 s, killed; run again (2 of 3); --rung 1$')" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^ok   07_hopper racecheck 1x2x77x64 .*; after 1 hung run(s))$')" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^ok   07_hopper racecheck')" -eq 4 ]
+    [[ "$output" == *", 1 hung run(s) run again (racecheck on 07_hopper), no failures;"* ]]
+    # always hanging: three runs, then FAIL
+    fake_sanitizer '[ "$1" = --version ] && { echo "fake version 1"; exit 0; }; exec sleep 30'
+    run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
+        SANITIZE_TIMEOUT=1 SANITIZE_TOOLS=racecheck SANITIZE_SHAPES=1x2x77x128 SANITIZE_STAGES=07_hopper \
+        SANITIZE_LOGS="$BATS_TEST_TMPDIR/logs2" bash "$ROOT/tests/sanitize.sh"
+    [ "$status" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^hung 07_hopper racecheck 1x2x77x128: .*--rung 1$')" -eq 2 ]
+    [[ "$output" == *"FAIL 07_hopper racecheck 1x2x77x128: still running after 1 s, killed (SANITIZE_TIMEOUT); --rung 1:"* ]]
+}
+
 @test "sanitize.sh: a sanitizer whose --version hangs is killed after SANITIZE_TIMEOUT: exit 2, one line" {
     fake_sanitizer 'exec sleep 30'
     run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
