@@ -1244,6 +1244,8 @@ echo "========= ERROR SUMMARY: 0 errors"; exit 0'
     [ "$status" -eq 1 ]
     [ "$(printf '%s\n' "$output" | grep -c '^hung 07_hopper racecheck 1x2x77x128: .*--rung 1$')" -eq 2 ]
     [[ "$output" == *"FAIL 07_hopper racecheck 1x2x77x128: still running after 1 s, killed (SANITIZE_TIMEOUT); --rung 1:"* ]]
+    # the rung that refuses head_dim 128 is skipped with its own line, before the tool runs
+    [ "$(printf '%s\n' "$output" | grep -cxF 'skip 07_hopper racecheck 1x2x77x128: rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 run 64 and 128)')" -eq 1 ]
 }
 
 @test "sanitize.sh: a sanitizer whose --version hangs is killed after SANITIZE_TIMEOUT: exit 2, one line" {

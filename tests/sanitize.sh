@@ -219,6 +219,14 @@ for stage in $stages; do
             if [ -n "$exclude" ]; then
                 tool_flags="$tool_flags --kernel-name-exclude $exclude"
             fi
+            # A shape (or rung) the stage refuses is skipped with the stage's own line: asked
+            # with --validate first, since under the tool the refusal's exit 2 reads 255.
+            if ! why=$("$bin" "${rung_args[@]}" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
+                       --validate 2>&1); then
+                echo "skip $stage $tool $shape: ${why}"
+                skipped=$((skipped + 1))
+                continue
+            fi
             # racecheck on 07's setmaxnreg kernels: a run killed at the limit is run again, up to
             # $hang_tries times in all (the tool's intermittent hang, header); every hang is named.
             tries=1; [ "$tool:$stage" = racecheck:07_hopper ] && tries=$hang_tries
