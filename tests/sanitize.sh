@@ -40,9 +40,9 @@
 #       every tool checks the kernels students run, racecheck included. Measured on the H200
 #       (compute-sanitizer 2025.3.1) on the one-kernel build before the ladder: racecheck hung
 #       now and then on the setmaxnreg kernel (killed after 30-60 s; 0 hazards whenever it
-#       finished). On the rungs (tests/probes/racecheck_07.sh, which tries the tool's options
-#       rung by rung): 2 of 28 racecheck runs hung, on different rungs and flags, every other
-#       run clean in 1-2 s; memcheck, synccheck and initcheck never hang. So racecheck on
+#       finished). On the rungs too, a few racecheck runs hang and the rest finish clean in
+#       seconds (tests/probes/racecheck_07.sh; the measurements are in chapter 07, "What
+#       compute-sanitizer sees"); memcheck, synccheck and initcheck never hang. So racecheck on
 #       07_hopper only: a run killed at SANITIZE_TIMEOUT is named ("hung ...") and run again,
 #       up to 3 runs in all; three hangs in a row FAIL; a hazard is never run again.
 #   SYNCCHECK_EXCLUDE, INITCHECK_EXCLUDE  kernels synccheck / initcheck leave out, in the same
