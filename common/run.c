@@ -9,17 +9,18 @@
  *     summary line with check=FAIL, and exits 1;
  *  4. warm-up calls, then torch.profiler's schedule: wait 1, warm-up 1, active --steps; each
  *     forward is one step inside an `attn_fwd` range (profiler.c);
- *  5. gpu_us: CUDA events around 20 back-to-back forwards (the queue kept full), median of
- *     10 batches (3 when a batch is slow), outside the profiler; cpu_us: median host time of one forward call;
- *  4b. the timeline pass (pm_sampling.c): one more forward under CUPTI PM sampling, recorded as
+ *  5. the timeline pass (pm_sampling.c): one more forward under CUPTI PM sampling, recorded as
  *     the profile's timeline step (trace only), its samples aligned after prof_finish
  *     (skipped by --no-timeline);
- *  6. the counter pass (counters.c): one more forward under CUPTI's Range Profiler, per-kernel
+ *  6. gpu_us: CUDA events around 20 back-to-back forwards (the queue kept full), median of
+ *     10 batches (3 when a batch is slow), outside the profiler; cpu_us: median host time of one
+ *     forward call;
+ *  7. the counter pass (counters.c): one more forward under CUPTI's Range Profiler, per-kernel
  *     DRAM bytes, achieved occupancy, tensor pipe, warp stalls (skipped by --no-counters);
- *  7. the regions pass (--regions N, regions_pass.c): the stage's regions build, timed against
+ *  8. the regions pass (--regions N, regions_pass.c): the stage's regions build, timed against
  *     the plain kernel, then one recorded forward checked as the plain one; its summary and
  *     trace tracks;
- *  8. a `check:` line, the table (table.c), the trace (trace.c), the summary line (last line of
+ *  9. a `check:` line, the table (table.c), the trace (trace.c), the summary line (last line of
  *     stdout); exit 0, or 1 if stdout could not be written.
  * When another CUPTI client owns CUPTI (run under ncu or nsys) the profiler steps aside: the
  * check, the forwards and the timing run, the table, trace and counters are "off" (trace=none).
