@@ -128,6 +128,16 @@ def run(shape, outdir):
     if not SHAPE_RE.match(shape):
         die(f"--shape {shape!r} is not BxHxSxD with positive integers (e.g. {BLOG_SHAPE})")
     b, h, s, d = SHAPE_RE.match(shape).groups()
+    # the stage's own input check first (no device needed): a shape no rung runs is refused
+    # with the stage's one line, before anything runs or is written
+    try:
+        v = subprocess.run([RUN, "--validate", "--batch", b, "--heads", h, "--seq", s,
+                            "--head-dim", d], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    except OSError:
+        die(f"{RUN} is not built (make 07_hopper)")
+    if v.returncode != 0:
+        err = [x for x in v.stderr.splitlines() if x.strip()]
+        die(err[-1] if err else f"./07_hopper/run --validate exited {v.returncode}")
     lines, failed = [], False
     for n, idea in rungs():
         lines.append(f"rung {n} {idea}")
@@ -148,6 +158,8 @@ def run(shape, outdir):
             failed = True
             print(f"ladder: rung {n} failed (exit {p.returncode}): {err[-1] if err else ''}",
                   file=sys.stderr)
+    if not any(x.startswith("result ") for x in lines):
+        die(f"no rung of ./07_hopper/run ran {shape}")
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, f"ladder_{shape}.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")

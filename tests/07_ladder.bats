@@ -6,6 +6,7 @@
 # capability 9.0 (the binary is sm_90a only) and skip elsewhere with the reason; the tests marked
 # "(no GPU needed)" run anywhere.
 load helpers
+bats_require_minimum_version 1.5.0
 
 gpu_cc() {
     nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
@@ -163,6 +164,13 @@ rung_case() {
 # Each rung file alone through ptxas with the stage's flags (-Werror: a spill or a warning is an
 # error) and -v: every kernel 0 spill bytes, its register count capped at 168 by
 # __launch_bounds__(384, 1), and no wgmma serialization or ignored setmaxnreg (C75xx).
+@test "07 ladder: make ladder at a head_dim no rung runs: the stage's one line, exit 2, nothing written (no GPU needed)" {
+    run --separate-stderr python3 "$ROOT/bench/ladder.py" run --shape 1x1x64x96 --outdir "$BATS_TEST_TMPDIR/ladder"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "ladder: head_dim 96 is not supported by 07_hopper (supported: 64, 128)" ]
+    [ ! -e "$BATS_TEST_TMPDIR/ladder" ]
+}
+
 @test "07 ladder: every rung builds under the CI flags without spills or serialized wgmma (no GPU needed)" {
     local f n
     for f in "$ROOT"/07_hopper/rung*.cu; do
