@@ -5,17 +5,19 @@
     bench/compare.py render SUMMARY_FILE OUTDIR              (renders canned lines; CPU only)
     bench/compare.py preflight [--shape BxHxSxD]             (make compare's checks, no run)
 
-`run` runs each built stage (./NN_x/run --quiet at the shape, default the blog's 8x16x1024x64),
-keeps the summary lines in OUTDIR/compare_summary.txt, then renders them like `render`: a table
+`run` runs each built stage (./NN_x/run at the shape, default the blog's 8x16x1024x64), keeps
+what they print in OUTDIR/compare_summary.txt, then renders it like `render`: a table
 on stdout, OUTDIR/compare.md (the same table in Markdown), OUTDIR/compare.svg (GPU time per
 stage as horizontal bars on a log axis, the GPU activities per step written on each bar) and
 OUTDIR/roofline.svg (each stage at its FLOP per DRAM byte and TFLOP/s under the H200's bf16
 tensor, FP32 CUDA-core and bandwidth roofs; stages without counters are left out).
-Every number comes from the stages' summary lines (README.md, "What a run prints"); nothing is
-re-measured here.
+Every number comes from the stages' summary lines (README.md, "What a run prints"), the tensor
+pipe % from their tables and kernel details (tensor_pipe() says how); nothing is re-measured here.
+A stage's whole printed output is a summary file too (docs/h200/NN_x.txt, one or all of them).
 
 The summary file holds, one per line (other lines are ignored):
     result stage=... shape=... kernels_per_step=... gpu_us=... ...   (a stage's last stdout line)
+    the stage's printed table and kernel details, before its result line (the tensor-pipe column)
     idea stage=NN_x text=ONE LINE                                     (the stage's idea, from --help)
     unsupported stage=NN_x shape=BxHxSxD exit=2 message=ONE LINE      (the stage refused the shape)
     failed stage=NN_x shape=BxHxSxD exit=N message=ONE LINE           (check failed or a call failed)
@@ -93,11 +95,130 @@ def parse_line(line):
     return None
 
 
+# ---- the tensor-pipe column: from a stage's printed table and kernel details -----------------
+# A stage's output (common/table.c) holds, before its result line: the profiler table, whose
+# kernel rows give each kernel's CUDA total over the profiled steps (a name of 52 characters or
+# more cut to its first 52 + "..."), and the kernel details, one entry per launch configuration
+# with the full name ("  NAME: grid [...") and under it
+#     "    counters: ... tensor pipe X% active ..."   the counter pass (CUPTI Range Profiler,
+#         sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active, per kernel)
+#     "    timeline: tensor pipe |...| mean Y%, ..."  the timeline pass (CUPTI PM sampling,
+#         GPU-wide, ..._elapsed, over the kernel's first launch)
+TIME_RE = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s)$")
+DETAIL_RE = re.compile(r"^  (\S.*?): grid \[")
+COUNTERS_TP_RE = re.compile(r"^    counters(?: \([^)]*\))?: .*\btensor pipe (\S+) active\b")
+TIMELINE_TP_RE = re.compile(r"^    timeline: tensor pipe \|[^|]*\| mean (\S+?)%")
+TIME_UNIT = {"us": 1.0, "ms": 1e3, "s": 1e6}
+STAGE_HEADER_RE = re.compile(r"^stage (\d\d_[a-z0-9_]+): (.+)$")
+
+
+def table_time_us(text):
+    """A table time ("158.497us", "2.081ms", "1.000s") in µs, or None."""
+    m = TIME_RE.match(text)
+    return float(m.group(1)) * TIME_UNIT[m.group(2)] if m else None
+
+
+def table_row(line):
+    """(name, CUDA total in µs) of one profiler-table row, or None for any other line. The ten
+    numeric columns are the last ten fields; the name (which may hold spaces) is the rest."""
+    parts = line.rsplit(None, 10)
+    if len(parts) != 11 or not parts[10].isdigit():
+        return None
+    cuda_total = table_time_us(parts[8])
+    return (parts[0].strip(), cuda_total) if cuda_total is not None else None
+
+
+def pct_value(text):
+    """"38.8%" or "38.8" -> 38.8; "-" and anything else -> None."""
+    try:
+        v = float(text.rstrip("%"))
+    except ValueError:
+        return None
+    return v if math.isfinite(v) and 0.0 <= v <= 100.0 else None
+
+
+def weighted_tensor_pipe(rows, kernels, key):
+    """The mean of each kernel's KEY value ("counters" or "timeline") weighted by its table row's
+    CUDA total, as (pct, problem): problem names a kernel without a value or a row, else "".
+    A name the details list under several launch configurations shares its row's time equally
+    among them (the table keeps one row per name)."""
+    configs = {}
+    for k in kernels:
+        configs[k["name"]] = configs.get(k["name"], 0) + 1
+    total = weighted = 0.0
+    for k in kernels:
+        v = k.get(key)
+        if v is None:
+            return None, f"{k['name'][:40]} has no {key} value"
+        t = None
+        for name, us in rows:
+            if name == k["name"] or (name.endswith("...") and k["name"].startswith(name[:-3])):
+                t = us
+                break
+        if t is None:
+            return None, f"{k['name'][:40]} has no table row"
+        total += t / configs[k["name"]]
+        weighted += v * t / configs[k["name"]]
+    if not kernels or total <= 0:
+        return None, "no kernels"
+    return weighted / total, ""
+
+
+def tensor_pipe(lines):
+    """{stage: (pct or None, source)}: each stage's time-weighted mean tensor-pipe % over its
+    kernels, from the lines before its result line: the counters lines where every kernel has
+    one (source "counters"), else the timeline lines' means (source "timeline"), else None
+    (source: why). A summary file of result lines alone gives {}."""
+    out = {}
+    rows, kernels, in_table = [], [], False
+    for line in lines:
+        line = line.rstrip("\n")
+        if line.startswith("result "):
+            stage = parse_line(line)[1].get("stage")
+            if stage and (rows or kernels):
+                pct, why = weighted_tensor_pipe(rows, kernels, "counters")
+                if pct is not None:
+                    out[stage] = (pct, "counters")
+                else:
+                    pct, why_tl = weighted_tensor_pipe(rows, kernels, "timeline")
+                    out[stage] = (pct, "timeline") if pct is not None else (None, why)
+            rows, kernels, in_table = [], [], False
+            continue
+        if line.lstrip().startswith("Name ") and line.rstrip().endswith("# of Calls"):
+            rows, kernels, in_table = [], [], True
+            continue
+        if line.startswith("Self CPU time total:"):
+            in_table = False
+            continue
+        if in_table:
+            r = table_row(line)
+            if r:
+                rows.append(r)
+            continue
+        m = DETAIL_RE.match(line)
+        if m:
+            kernels.append({"name": m.group(1)})
+            continue
+        m = COUNTERS_TP_RE.match(line)
+        if m and kernels:
+            kernels[-1]["counters"] = pct_value(m.group(1))
+            continue
+        m = TIMELINE_TP_RE.match(line)
+        if m and kernels:
+            kernels[-1]["timeline"] = pct_value(m.group(1))
+    return out
+
+
 def load_rows(lines):
     """Rows in stage order: dicts with stage, status (ok, unsupported, failed, notbuilt), the
-    summary fields, idea and message. A stage's last line of each kind wins."""
+    summary fields, idea, message and tensor_pipe (tensor_pipe(): None without kernel details).
+    A stage's last line of each kind wins."""
     rows, ideas = {}, {}
     for line in lines:
+        m = STAGE_HEADER_RE.match(line)
+        if m:                     # a stage's printed output: "stage NN_x: idea" over its table
+            ideas.setdefault(m.group(1), m.group(2).strip())
+            continue
         parsed = parse_line(line)
         if not parsed:
             continue
@@ -106,16 +227,18 @@ def load_rows(lines):
         if not stage:
             continue
         if kind == "idea":
-            ideas[stage] = f["text"]
+            ideas[stage] = f["text"]     # wins over the stage header's
             continue
         if kind == "result" and f.get("check") != "PASS":
             kind, f = "failed", dict(f, message=f"check={f.get('check', '?')} rel_l2={f.get('rel_l2', '?')}")
         status = {"result": "ok"}.get(kind, kind)
         rows[stage] = dict(f, stage=stage, status=status)
+    pipe = tensor_pipe(lines)
     out = []
     for stage in sorted(rows):
         r = rows[stage]
         r["idea"] = ideas.get(stage) or idea_from_help(stage)
+        r["tensor_pipe"], r["tensor_pipe_source"] = pipe.get(stage, (None, "no kernel details"))
         out.append(r)
     return out
 
@@ -191,7 +314,7 @@ def intensity(r):
 
 
 COLUMNS = ["stage", "idea", "GPU ops/step", "GPU µs/step", "host µs/call", "TFLOP/s",
-           "% of peak", "DRAM bytes/fwd", "FLOP/byte", "extra device memory", "rel. error"]
+           "% of peak", "tensor pipe %", "DRAM bytes/fwd", "FLOP/byte", "extra device memory", "rel. error"]
 
 
 def cells(r):
@@ -199,10 +322,10 @@ def cells(r):
     if r["status"] != "ok":
         word = {"unsupported": "not supported", "notbuilt": "not built"}.get(r["status"], "FAILED")
         return [r["stage"], r["idea"], word] + [""] * (len(COLUMNS) - 3)
-    t, ai = traffic(r), intensity(r)
+    t, ai, tp = traffic(r), intensity(r), r.get("tensor_pipe")
     return [r["stage"], r["idea"], r.get("kernels_per_step", "?"), r.get("gpu_us", "?"),
             r.get("cpu_us", "?"), r.get("tflops", "?"), r.get("pct_peak", "?"),
-            decimal_bytes(t) if t else "-", f"{ai:.1f}" if ai else "-",
+            f"{tp:.1f}" if tp is not None else "-", decimal_bytes(t) if t else "-", f"{ai:.1f}" if ai else "-",
             human_bytes(r.get("extra_bytes", 0)), r.get("rel_l2", "?")]
 
 
@@ -216,7 +339,16 @@ def notes(rows):
             out.append(f"{r['stage']}: not built: {r.get('message', '')}")
         elif r["status"] == "failed":
             out.append(f"{r['stage']}: FAILED (exit {r.get('exit', 1)}): {r.get('message', '')}")
+        elif r.get("tensor_pipe_source") == "timeline":
+            out.append(f"{r['stage']}: tensor pipe % from the timeline lines' means (no counters)")
     return out
+
+
+TENSOR_PIPE_NOTE = ("tensor pipe % is the kernels' mean tensor-pipe activity weighted by each "
+                    "kernel's CUDA time in the stage's table: each kernel's `counters:` line "
+                    "(\"tensor pipe X% active\", the counter pass), or where a stage has none, "
+                    "its `timeline:` line's mean (the timeline pass); - where the summary file "
+                    "has no kernel details (summary lines alone, or a run with --quiet)")
 
 
 def common_shape(rows):
@@ -227,7 +359,7 @@ def common_shape(rows):
 def text_table(rows):
     """The terminal table: numbers right-aligned; the idea goes last so long ideas keep the
     columns aligned."""
-    order = [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1]
+    order = [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1]
     head = [COLUMNS[i] for i in order]
     body = [[cells(r)[i] for i in order] for r in rows]
     width = [max(len(row[c]) for row in [head] + body) for c in range(len(head) - 1)]
@@ -240,6 +372,7 @@ def text_table(rows):
     lines = [f"The course at a glance: shape {common_shape(rows)} (batch x heads x seq x head_dim), "
              "bf16, causal", rule, fmt(head), rule] + [fmt(b) for b in body] + [rule]
     lines += notes(rows)
+    lines.append(TENSOR_PIPE_NOTE.replace("`", ""))
     return "\n".join(lines) + "\n"
 
 
@@ -251,10 +384,11 @@ def markdown(rows):
     shape = common_shape(rows)
     out = ["# The course at a glance", "",
            f"Causal attention, bf16, shape {shape} (batch × heads × seq × head_dim). "
-           "From each stage's summary line (`./NN_x/run --quiet`): GPU ops/step are the GPU "
+           "From each stage's summary line (`./NN_x/run`): GPU ops/step are the GPU "
            "activities (kernels, copies, memsets) of one forward; GPU µs/step is the median GPU "
            "time of one forward with the queue kept full; host µs/call is the median host time "
-           "of one forward call; TFLOP/s counts 4·B·H·S²·D/2; DRAM bytes/fwd is what one forward "
+           "of one forward call; TFLOP/s counts 4·B·H·S²·D/2; " + TENSOR_PIPE_NOTE + "; DRAM "
+           "bytes/fwd is what one forward "
            "reads and writes in device memory (`dram_read` + `dram_write`: its kernels from the "
            "counter pass, its copies and memsets from their activity records; - without "
            "counters); FLOP/byte divides the first by the second; extra device memory is what the "
@@ -553,7 +687,8 @@ def run_stages(shape, outdir):
             summary.append(f"notbuilt stage={stage} message=./{stage}/run is missing (make {stage})")
             print(f"compare: {stage}: not built", file=sys.stderr, flush=True)
             continue
-        cmd = [exe, "--quiet", "--batch", b, "--heads", h, "--seq", s, "--head-dim", d]
+        # not --quiet: the table and kernel details hold the tensor-pipe column's numbers
+        cmd = [exe, "--batch", b, "--heads", h, "--seq", s, "--head-dim", d]
         print(f"compare: {stage} {shape} ...", file=sys.stderr, flush=True)
         try:
             p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=STAGE_TIMEOUT_S)
@@ -571,7 +706,7 @@ def run_stages(shape, outdir):
             summary.append(f"idea stage={stage} text={idea}")
         results = [x for x in out.splitlines() if x.startswith("result ")]
         if rc == 0 and results:
-            summary.append(results[-1])
+            summary += out.rstrip("\n").splitlines()
             f = parse_line(results[-1])[1]
             print(f"compare: {stage}: gpu_us={f.get('gpu_us')} kernels_per_step="
                   f"{f.get('kernels_per_step')} check={f.get('check')}", file=sys.stderr, flush=True)

@@ -44,15 +44,16 @@ EOF
     render "$DATA"
     [ "$status" -eq 0 ]
     [[ "$output" == *"shape 8x16x1024x64"* ]]
-    printf '%s\n' "$output" | grep -qE '^stage +GPU ops/step +GPU µs/step +host µs/call +TFLOP/s +% of peak +DRAM bytes/fwd +FLOP/byte +extra device memory +rel\. error +idea$'
-    # stage, ops/step, GPU us, host us, TFLOP/s, % of peak, DRAM bytes/fwd (dram_read + dram_write),
+    printf '%s\n' "$output" | grep -qE '^stage +GPU ops/step +GPU µs/step +host µs/call +TFLOP/s +% of peak +tensor pipe % +DRAM bytes/fwd +FLOP/byte +extra device memory +rel\. error +idea$'
+    # stage, ops/step, GPU us, host us, TFLOP/s, % of peak, tensor pipe % (- : summary lines alone
+    # hold no kernel details), DRAM bytes/fwd (dram_read + dram_write),
     # FLOP/byte (2*8*16*1024^2*64 = 17179869184 FLOP over those bytes), extra memory, rel. error, idea
-    row 01_naive     | grep -qE '^01_naive +6 +703\.8 +41\.7 +24\.4 +2\.5 +2\.84 GB +6\.1 +545\.0 MiB +3\.112e-03 +cuBLAS bf16 GEMM'
-    row 02_inplace   | grep -qE '^02_inplace +5 +576\.0 +36\.2 +29\.8 +3\.0 +2\.30 GB +7\.5 +545\.0 MiB +3\.112e-03 +01 with the mask applied in place'
-    row 03_math      | grep -qE '^03_math +20 +2344\.2 +97\.5 +7\.3 +0\.7 +6\.60 GB +2\.6 +1\.29 GiB +1\.561e-03 +PyTorch.s SDPA math backend'
-    row 04_efficient | grep -qE '^04_efficient +1 +99\.8 +3\.4 +172\.1 +17\.4 +93\.5 MB +183\.8 +0 +1\.571e-03 +one tiled kernel'
-    row 05_flash     | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +106\.5 MB +161\.3 +0 +1\.567e-03 +one kernel, one sweep'
-    row 06_cudnn     | grep -qE '^06_cudnn +2 +63\.4 +5\.1 +271\.0 +27\.4 +85\.3 MB +201\.5 +256 B +1\.585e-03 +cuDNN 9 backend API'
+    row 01_naive     | grep -qE '^01_naive +6 +703\.8 +41\.7 +24\.4 +2\.5 +- +2\.84 GB +6\.1 +545\.0 MiB +3\.112e-03 +cuBLAS bf16 GEMM'
+    row 02_inplace   | grep -qE '^02_inplace +5 +576\.0 +36\.2 +29\.8 +3\.0 +- +2\.30 GB +7\.5 +545\.0 MiB +3\.112e-03 +01 with the mask applied in place'
+    row 03_math      | grep -qE '^03_math +20 +2344\.2 +97\.5 +7\.3 +0\.7 +- +6\.60 GB +2\.6 +1\.29 GiB +1\.561e-03 +PyTorch.s SDPA math backend'
+    row 04_efficient | grep -qE '^04_efficient +1 +99\.8 +3\.4 +172\.1 +17\.4 +- +93\.5 MB +183\.8 +0 +1\.571e-03 +one tiled kernel'
+    row 05_flash     | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +- +106\.5 MB +161\.3 +0 +1\.567e-03 +one kernel, one sweep'
+    row 06_cudnn     | grep -qE '^06_cudnn +2 +63\.4 +5\.1 +271\.0 +27\.4 +- +85\.3 MB +201\.5 +256 B +1\.585e-03 +cuDNN 9 backend API'
     # exactly six stage rows, in order; the "cudnn: " lines of the canned file are not rows
     [ "$(printf '%s\n' "$output" | grep -oE '^0[1-6]_[a-z]+' | tr '\n' ' ')" = \
       "01_naive 02_inplace 03_math 04_efficient 05_flash 06_cudnn " ]
@@ -65,12 +66,12 @@ EOF
     md="$OUTDIR/compare.md"
     [ -f "$md" ]
     cat "$md"
-    grep -qxF '| stage | idea | GPU ops/step | GPU µs/step | host µs/call | TFLOP/s | % of peak | DRAM bytes/fwd | FLOP/byte | extra device memory | rel. error |' "$md"
-    grep -qxF '|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|' "$md"
-    grep -qE '^\| `01_naive` \| cuBLAS bf16 GEMM .* \| 6 \| 703\.8 \| 41\.7 \| 24\.4 \| 2\.5 \| 2\.84 GB \| 6\.1 \| 545\.0 MiB \| 3\.112e-03 \|$' "$md"
-    grep -qE '^\| `03_math` \| .* \| 20 \| 2344\.2 \| 97\.5 \| 7\.3 \| 0\.7 \| 6\.60 GB \| 2\.6 \| 1\.29 GiB \| 1\.561e-03 \|$' "$md"
-    grep -qE '^\| `05_flash` \| .* \| 1 \| 103\.4 \| 3\.8 \| 166\.1 \| 16\.8 \| 106\.5 MB \| 161\.3 \| 0 \| 1\.567e-03 \|$' "$md"
-    grep -qE '^\| `06_cudnn` \| .* \| 2 \| 63\.4 \| 5\.1 \| 271\.0 \| 27\.4 \| 85\.3 MB \| 201\.5 \| 256 B \| 1\.585e-03 \|$' "$md"
+    grep -qxF '| stage | idea | GPU ops/step | GPU µs/step | host µs/call | TFLOP/s | % of peak | tensor pipe % | DRAM bytes/fwd | FLOP/byte | extra device memory | rel. error |' "$md"
+    grep -qxF '|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|' "$md"
+    grep -qE '^\| `01_naive` \| cuBLAS bf16 GEMM .* \| 6 \| 703\.8 \| 41\.7 \| 24\.4 \| 2\.5 \| - \| 2\.84 GB \| 6\.1 \| 545\.0 MiB \| 3\.112e-03 \|$' "$md"
+    grep -qE '^\| `03_math` \| .* \| 20 \| 2344\.2 \| 97\.5 \| 7\.3 \| 0\.7 \| - \| 6\.60 GB \| 2\.6 \| 1\.29 GiB \| 1\.561e-03 \|$' "$md"
+    grep -qE '^\| `05_flash` \| .* \| 1 \| 103\.4 \| 3\.8 \| 166\.1 \| 16\.8 \| - \| 106\.5 MB \| 161\.3 \| 0 \| 1\.567e-03 \|$' "$md"
+    grep -qE '^\| `06_cudnn` \| .* \| 2 \| 63\.4 \| 5\.1 \| 271\.0 \| 27\.4 \| - \| 85\.3 MB \| 201\.5 \| 256 B \| 1\.585e-03 \|$' "$md"
     [ "$(grep -cE '^\| `0[1-6]_' "$md")" -eq 6 ]
     grep -qF '](compare.svg)' "$md"
 }
@@ -127,7 +128,7 @@ EOF
     sed -e 's/dram_read=[0-9]* dram_write=[0-9]*/dram_read=- dram_write=-/' "$DATA" > "$BATS_TEST_TMPDIR/summary.txt"
     render "$BATS_TEST_TMPDIR/summary.txt"
     [ "$status" -eq 0 ]
-    row 05_flash | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +- +- +0 +'
+    row 05_flash | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +- +- +- +0 +'
     [ "$(grep -c 'class="point"' "$OUTDIR/roofline.svg" || true)" -eq 0 ]
 }
 
@@ -241,8 +242,8 @@ compare_bad() {
     grep -q 'tflops=nan' "$BATS_TEST_TMPDIR/summary.txt"
     render "$BATS_TEST_TMPDIR/summary.txt"
     [ "$status" -eq 0 ]
-    row 05_flash | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +106\.5 MB +161\.3 +\? +'
-    row 04_efficient | grep -qE '^04_efficient +1 +99\.8 +3\.4 +172\.1 +17\.4 +- +- +0 +'
+    row 05_flash | grep -qE '^05_flash +1 +103\.4 +3\.8 +166\.1 +16\.8 +- +106\.5 MB +161\.3 +\? +'
+    row 04_efficient | grep -qE '^04_efficient +1 +99\.8 +3\.4 +172\.1 +17\.4 +- +- +- +0 +'
     run svg_facts "$OUTDIR/compare.svg"
     echo "$output"
     [ "$status" -eq 0 ]
@@ -299,4 +300,108 @@ compare_bad() {
     [ "$status" -eq 0 ]
     [ -z "$output" ]
     [ -z "$stderr" ]
+}
+
+# ---- the tensor pipe % column: from the stages' printed tables and kernel details ------------
+# docs/h200/NN_x.txt: every stage's whole output at the blog's shape on the H200. The column is
+# each stage's kernels' `counters:` "tensor pipe X% active" weighted by the kernel's CUDA total in
+# the table. 01: (22.6 x 258.401 + 0 x 382.785 + 0 x 381.153 + 0.9 x 427.266 + 22.8 x 251.009) /
+# 1700.614 us = 7.03; 02: 11854.9 / 1704.36 = 6.96; 03: (0.8 x 773.347 + 0.3 x 1014) / 6902.566
+# = 0.13; 04..07 have one kernel each (06's memset is no kernel): its own value.
+H200_OUTPUTS=(01_naive 02_inplace 03_math 04_efficient 05_flash 06_cudnn 07_hopper)
+
+# h200_summary FILE: the seven stages' outputs of docs/h200/ concatenated into FILE.
+h200_summary() {
+    local s
+    for s in "${H200_OUTPUTS[@]}"; do cat "$ROOT/docs/h200/$s.txt"; done > "$1"
+}
+
+@test "compare render docs/h200 outputs: tensor pipe % per stage, weighted by the kernels' CUDA time" {
+    h200_summary "$BATS_TEST_TMPDIR/summary.txt"
+    render "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$status" -eq 0 ]
+    row 01_naive     | grep -qE '^01_naive +6 +705\.2 +46\.9 +24\.4 +2\.5 +7\.0 +2\.83 GB +'
+    row 02_inplace   | grep -qE '^02_inplace +5 +579\.6 +37\.2 +29\.6 +3\.0 +7\.0 +2\.30 GB +'
+    row 03_math      | grep -qE '^03_math +20 +2346\.2 +118\.6 +7\.3 +0\.7 +0\.1 +6\.62 GB +'
+    row 04_efficient | grep -qE '^04_efficient +1 +98\.7 +5\.3 +174\.0 +17\.6 +44\.6 +84\.6 MB +'
+    row 05_flash     | grep -qE '^05_flash +1 +70\.0 +5\.6 +245\.3 +24\.8 +42\.9 +95\.0 MB +'
+    row 06_cudnn     | grep -qE '^06_cudnn +2 +64\.1 +8\.7 +268\.0 +27\.1 +41\.6 +70\.7 MB +'
+    row 07_hopper    | grep -qE '^07_hopper +1 +55\.1 +4\.8 +311\.7 +31\.5 +38\.8 +95\.9 MB +'
+    # the idea comes from each output's "stage NN_x: idea" line
+    row 07_hopper    | grep -qE " FlashAttention-3's machinery by hand: TMA loads"
+    printf '%s\n' "$output" | grep -qF "tensor pipe % is the kernels' mean tensor-pipe activity weighted by each kernel's CUDA time in the stage's table"
+    grep -qE '^\| `07_hopper` \| .* \| 1 \| 55\.1 \| 4\.8 \| 311\.7 \| 31\.5 \| 38\.8 \| 95\.9 MB \| 179\.2 \| 0 \| 1\.132e-03 \|$' "$OUTDIR/compare.md"
+    grep -qF 'each kernel'"'"'s `counters:` line ("tensor pipe X% active", the counter pass)' "$OUTDIR/compare.md"
+    [ "$(printf '%s\n' "$output" | grep -c 'from the timeline' || true)" -eq 0 ]
+}
+
+@test "compare render: one stage's output alone (docs/h200/05_flash.txt) gives its row with the column" {
+    render "$ROOT/docs/h200/05_flash.txt"
+    [ "$status" -eq 0 ]
+    row 05_flash | grep -qE '^05_flash +1 +70\.0 +5\.6 +245\.3 +24\.8 +42\.9 +95\.0 MB +180\.9 +0 +1\.127e-03 +one kernel, one sweep'
+    [ "$(printf '%s\n' "$output" | grep -cE '^0[1-7]_')" -eq 1 ]
+}
+
+@test "compare render: without counters values the column takes the timeline lines' means, and says so" {
+    # counters_format_pct prints "-" for a counter it could not read: "tensor pipe - active"
+    sed -e 's/tensor pipe [0-9.]*% active/tensor pipe - active/' "$ROOT/docs/h200/01_naive.txt" > "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$(grep -c 'tensor pipe - active' "$BATS_TEST_TMPDIR/summary.txt")" -eq 5 ]
+    render "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$status" -eq 0 ]
+    # timeline means 21.1, 0.0, 0.0, 0.9, 21.5 over the same times: 11233.5 / 1700.614 = 6.61
+    row 01_naive | grep -qE '^01_naive +6 +705\.2 +46\.9 +24\.4 +2\.5 +6\.6 +2\.83 GB +'
+    printf '%s\n' "$output" | grep -qxF "01_naive: tensor pipe % from the timeline lines' means (no counters)"
+}
+
+@test "compare render: one kernel without counters switches the whole stage to the timeline" {
+    # 01's mul kernel only (the second counters line): the stage takes one source for every kernel
+    awk '/^    counters: / && ++n == 2 { sub(/tensor pipe [0-9.]*% active/, "tensor pipe - active") } { print }' \
+        "$ROOT/docs/h200/01_naive.txt" > "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$(grep -c 'tensor pipe - active' "$BATS_TEST_TMPDIR/summary.txt")" -eq 1 ]
+    render "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$status" -eq 0 ]
+    row 01_naive | grep -qE '^01_naive +6 +705\.2 +46\.9 +24\.4 +2\.5 +6\.6 +2\.83 GB +'
+}
+
+@test "compare render: neither counters nor timeline values: '-' in the column, the rest unchanged" {
+    sed -e 's/tensor pipe [0-9.]*% active/tensor pipe - active/' -e 's/^    timeline: .*/    timeline: -/' \
+        "$ROOT/docs/h200/07_hopper.txt" > "$BATS_TEST_TMPDIR/summary.txt"
+    grep -qxF '    timeline: -' "$BATS_TEST_TMPDIR/summary.txt"
+    render "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$status" -eq 0 ]
+    row 07_hopper | grep -qE '^07_hopper +1 +55\.1 +4\.8 +311\.7 +31\.5 +- +95\.9 MB +179\.2 +0 +'
+    [ "$(printf '%s\n' "$output" | grep -c 'from the timeline' || true)" -eq 0 ]
+}
+
+@test "compare render: a kernel name under several launch configurations shares its table time" {
+    # 03's to_bf16_kernel has one table row (596.739 us over 6 calls) and two details entries
+    # (grid 65536 and grid 4096). Set the second entry's tensor pipe to 50.0%: it weighs half the
+    # row, (922.3 + 50 x 298.370) / 6902.566 = 2.29; giving it the whole row would read 4.1.
+    awk '/^  to_bf16_kernel/ { n++ } /^    counters: / && n == 2 && !done { sub(/tensor pipe 0\.0% active/, "tensor pipe 50.0% active"); done = 1 } { print }' \
+        "$ROOT/docs/h200/03_math.txt" > "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$(grep -c 'tensor pipe 50.0% active' "$BATS_TEST_TMPDIR/summary.txt")" -eq 1 ]
+    render "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$status" -eq 0 ]
+    row 03_math | grep -qE '^03_math +20 +2346\.2 +118\.6 +7\.3 +0\.7 +2\.3 +6\.62 GB +'
+}
+
+@test "compare render: a details kernel missing from the table gives '-' (no time to weigh it by)" {
+    sed -e '/^ *flash3_fwd_bf16_causal.*  *3  *$/d' "$ROOT/docs/h200/07_hopper.txt" > "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$(grep -c 'flash3_p\.\.\.' "$BATS_TEST_TMPDIR/summary.txt" || true)" -eq 0 ]
+    [ "$(grep -c '^  flash3_fwd_bf16_causal_128x128_d64_r4_sm90a(flash3_params): grid' "$BATS_TEST_TMPDIR/summary.txt")" -eq 1 ]
+    render "$BATS_TEST_TMPDIR/summary.txt"
+    [ "$status" -eq 0 ]
+    row 07_hopper | grep -qE '^07_hopper +1 +55\.1 +4\.8 +311\.7 +31\.5 +- +95\.9 MB +'
+}
+
+@test "compare run on the GPU: every stage's row has a tensor pipe % (the runs' tables are kept)" {
+    require_gpu
+    run --separate-stderr python3 "$ROOT/bench/compare.py" run --shape 1x2x128x64 --outdir "$BATS_TEST_TMPDIR/out"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^Kernel details' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]
+    [ "$(grep -c '^result stage=' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]
+    # stage, ops/step, GPU us, host us, TFLOP/s, % of peak, then a number in the tensor pipe column
+    [ "$(printf '%s\n' "$output" | grep -cE '^0[1-7]_[a-z]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+\.[0-9] +')" -eq 7 ]
+    [ "$(printf '%s\n' "$output" | grep -c 'from the timeline' || true)" -eq 0 ]
 }
