@@ -39,9 +39,10 @@ copy_course() {
     echo "$output"
     [ "$status" -eq 1 ]
     [ "$(grep -c '^render: differs: docs/results.md:[0-9]*: results:compare 8x16x1024x64$' <<< "$output")" -eq 1 ]
+    [ "$(grep -c '^render: differs: docs/perf-notes.md:[0-9]*: results:compare 8x16x1024x64$' <<< "$output")" -eq 1 ]
     [ "$(grep -c '^render: differs: 05_flash/README.md:[0-9]*: results:value 05_flash 8x16x1024x64 gpu_us$' <<< "$output")" -eq 2 ]
-    [ "$(grep -c '^render: differs: ' <<< "$output")" -eq 3 ]
-    [[ "${lines[-1]}" == *" 3 differ from docs/h200/results.txt" ]]
+    [ "$(grep -c '^render: differs: ' <<< "$output")" -eq 4 ]
+    [[ "${lines[-1]}" == *" 4 differ from docs/h200/results.txt" ]]
 }
 
 @test "render: rewriting puts the results file's numbers in the pages; --check then passes" {
