@@ -187,3 +187,19 @@ bad_results() {
     [ "${#lines[@]}" -eq 1 ]
     [ ! -e "$BATS_TEST_TMPDIR/a" ]
 }
+
+@test "perf-notes: the current numbers are the rendered run, course and peers tables; every other entry is dated" {
+    f="$ROOT/docs/perf-notes.md"
+    [ "$(grep -c '^<!-- results:run -->$' "$f")" -eq 1 ]
+    [ "$(grep -c '^<!-- results:compare 8x16x1024x64 -->$' "$f")" -eq 1 ]
+    [ "$(grep -c '^<!-- results:peers -->$' "$f")" -eq 1 ]
+    # every ## heading after "Current numbers" names its date, or is a topic whose ### entries do
+    undated=$(awk '/^## Current numbers$/ { on = 1; next }
+                   on && /^## / && $0 !~ /20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]/ { topic = 1; print; next }
+                   on && /^## / { topic = 0 }
+                   on && topic && /^### / && $0 !~ /20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]/ { print }' "$f" |
+              grep -vxE '## The method: two numbers first|## The profiler.s passes|## The test suite' || true)
+    echo "$undated"
+    [ -z "$undated" ]
+    [ "$(grep -ciE 'issue [0-9]|session|helper|the lead|this change' "$f")" -eq 0 ]
+}
