@@ -4,17 +4,20 @@
     python3 bench/render.py [--check] [--results FILE] [--root DIR]
     python3 bench/render.py collect RUNDIR        (bench/reference_runs.sh: writes RUNDIR/results.txt)
 
-The results file (default docs/h200/results.txt) holds one measured run: a `run` line (date, GPU,
-driver, library versions), the stages' `result ...` summary lines (README.md, "What a run
+The results file (default docs/h200/results.txt) holds measured runs: a `run` line per run (date,
+GPU, driver, library versions), the stages' `result ...` summary lines (README.md, "What a run
 prints") and `peers ...` lines (bench/peers.py: ours beside PyTorch at one shape). Every other
-line is a comment.
+line is a comment. With one run line, every line belongs to it. With more, each run line has a
+unique `id=ID` and each result and peers line says `run=ID`; a line naming no run or an unknown
+one, a run no line names, or two lines for the same stage and shape of one kind is bad input.
 
 The Markdown files (README.md, NN_x/README.md, docs/*.md) hold markers; what lies between a
 marker and the next `<!-- end -->` is rewritten:
 
     <!-- results:compare 8x16x1024x64 -->   ...  <!-- end -->   the course table at one shape
     <!-- results:peers -->                  ...  <!-- end -->   ours / peer µs and ratio, every shape
-    <!-- results:run -->                    ...  <!-- end -->   where and with what it was measured
+    <!-- results:run [ID] -->               ...  <!-- end -->   where and with what it was measured
+                                                                  (every run, or run ID alone)
     <!-- results:value STAGE SHAPE FIELD -->X<!-- end -->        one field of a summary line (or
                                                                   dram_bytes, flop_per_byte: as the
                                                                   course table prints them)
@@ -61,29 +64,57 @@ def fields_of(rest):
 
 
 def load(path):
-    """{'run': {...}, 'result': {(stage, shape): {...}}, 'peers': {(stage, shape): {...}}}."""
+    """{'runs': {id: {...}}, 'result': {(stage, shape): {...}}, 'peers': {(stage, shape): {...}}}.
+
+    Each result and peers line gets its run's id in its 'run' field ('' for a lone run line
+    without an id)."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except (OSError, UnicodeDecodeError) as e:
         raise Bad(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
-    res = {"run": {}, "result": {}, "peers": {}}
+    res = {"runs": {}, "result": {}, "peers": {}}
+    where = {}                                    # (kind, stage, shape) or run id -> line number
     for n, line in enumerate(lines, 1):
         kind, _, rest = line.partition(" ")
-        if kind not in res:
+        if kind not in ("run", "result", "peers"):
             continue
         try:
             f = fields_of(rest)
         except ValueError as e:
             raise Bad(f"{path}:{n}: {e}")
         if kind == "run":
-            res["run"] = f
+            rid = f.get("id", "")
+            if rid in res["runs"]:
+                raise Bad(f"{path}:{n}: a second run line with id={rid!r} (line {where[rid]} has it)")
+            res["runs"][rid], where[rid] = f, n
         elif "stage" in f and "shape" in f:
-            res[kind][(f["stage"], f["shape"])] = f
+            key = (kind, f["stage"], f["shape"])
+            if key in where:
+                raise Bad(f"{path}:{n}: a second {kind} line for {f['stage']} at {f['shape']} "
+                          f"(line {where[key]} has one)")
+            res[kind][(f["stage"], f["shape"])], where[key] = f, n
         else:
             raise Bad(f"{path}:{n}: a {kind} line needs stage= and shape=")
     if not res["result"] and not res["peers"]:
         raise Bad(f"{path}: no result or peers lines")
+    runs = res["runs"]
+    if len(runs) > 1 and "" in runs:
+        raise Bad(f"{path}:{where['']}: with more than one run line, each needs id=")
+    named = set()
+    for kind in ("result", "peers"):
+        for (stage, shape), f in res[kind].items():
+            n = where[(kind, stage, shape)]
+            if len(runs) <= 1 and "run" not in f:
+                f["run"] = next(iter(runs), "")
+            elif "run" not in f:
+                raise Bad(f"{path}:{n}: with more than one run line, a {kind} line needs run=ID")
+            elif f["run"] not in runs:
+                raise Bad(f"{path}:{n}: run={f['run']}: no run line has that id")
+            named.add(f["run"])
+    for rid in runs:
+        if rid not in named and len(runs) > 1:
+            raise Bad(f"{path}:{where[rid]}: run id={rid}: no result or peers line names it")
     return res
 
 
@@ -164,19 +195,59 @@ def peers_table(res):
     return out
 
 
-def run_line(res):
-    r = res["run"]
-    if not r:
-        raise Bad("the results file has no run line")
-    text = (f"Measured on {r.get('date', '?')} on one {r.get('gpu', '?')} (driver "
-            f"{r.get('driver', '?')}, CUDA {r.get('cuda', '?')}, the system's cuDNN "
-            f"{r.get('cudnn', '?')}; PyTorch {r.get('torch', '?')} with its cuDNN "
-            f"{r.get('torch_cudnn', '?')} for the peers, and for 06_cudnn beside them), code at "
-            f"commit {r.get('commit', '?')}.")
-    if r.get("source") == "reconstructed":
-        text += (" These numbers were rebuilt from that run's printed tables "
+def shape_list(shapes):
+    ordered = [x for x in SHAPES if x in shapes] + sorted(set(shapes) - set(SHAPES))
+    names = [pretty(x) for x in ordered]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def run_sentence(res, rid, alone):
+    """One run's line: what it measured (when the file holds several runs), where, with what."""
+    r = res["runs"][rid]
+    kinds = {k: sorted({key[1] for key, f in res[k].items() if f["run"] == rid})
+             for k in ("result", "peers")}
+    what = []
+    if kinds["result"]:
+        what.append(f"the stages' summary lines at {shape_list(kinds['result'])} (the course "
+                    f"table and the values quoted in the pages)")
+    if kinds["peers"]:
+        what.append(f"ours beside PyTorch at {shape_list(kinds['peers'])} (the peers table)")
+    if alone:
+        text = "Measured"
+    else:
+        what = " and ".join(what)
+        text = what[0].upper() + what[1:] + ": measured"
+    text += (f" on {r.get('date', '?')} on one {r.get('gpu', '?')} (driver {r.get('driver', '?')}, "
+             f"CUDA {r.get('cuda', '?')}, the system's cuDNN {r.get('cudnn', '?')}")
+    if kinds["peers"]:
+        text += (f"; PyTorch {r.get('torch', '?')} with its cuDNN {r.get('torch_cudnn', '?')} "
+                 f"for the peers, and for 06_cudnn beside them")
+    text += f"), code at commit {r.get('commit', '?')}"
+    src = r.get("source", "")
+    if src == "reconstructed":
+        text += (". These numbers were rebuilt from that run's printed tables "
                  "(docs/h200/results.txt says how).")
-    return [text]
+    elif src:
+        text += f", by `{src}`."
+    else:
+        text += "."
+    return text
+
+
+def run_line(res, args):
+    runs = res["runs"]
+    if not runs:
+        raise Bad("the results file has no run line")
+    if len(args) > 1:
+        raise Bad(f"results:run takes at most one run id, got {' '.join(args)!r}")
+    if args:
+        if args[0] not in runs:
+            raise Bad(f"no run line with id={args[0]}")
+        return [run_sentence(res, args[0], len(runs) == 1)]
+    out = []
+    for rid in runs:                               # one paragraph per run, in the file's order
+        out += ([""] if out else []) + [run_sentence(res, rid, len(runs) == 1)]
+    return out
 
 
 def value(res, args, kind):
@@ -202,7 +273,7 @@ def rendered(res, spec):
     if kind == "peers":
         return peers_table(res)
     if kind == "run":
-        return run_line(res)
+        return run_line(res, args)
     if kind in ("value", "peer"):
         return value(res, args, kind)
     raise Bad(f"unknown marker kind results:{kind}")

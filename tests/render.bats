@@ -32,21 +32,22 @@ copy_course() {
 
 @test "render --check: a number changed in the results file names each table and value that differs" {
     copy_course "$BATS_TEST_TMPDIR/c"
-    sed -i 's/^\(result stage=05_flash shape=8x16x1024x64 .*\)gpu_us=[0-9.]*/\1gpu_us=12.3/' \
+    sed -i 's/^\(result run=stages stage=05_flash shape=8x16x1024x64 .*\)gpu_us=[0-9.]*/\1gpu_us=12.3/' \
         "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
-    grep -q '^result stage=05_flash .* gpu_us=12.3 ' "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
+    grep -q '^result run=stages stage=05_flash .* gpu_us=12.3 ' "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
     run python3 "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
     echo "$output"
     [ "$status" -eq 1 ]
     [ "$(grep -c '^render: differs: docs/results.md:[0-9]*: results:compare 8x16x1024x64$' <<< "$output")" -eq 1 ]
-    [ "$(grep -c '^render: differs: 05_flash/README.md:[0-9]*: results:value 05_flash 8x16x1024x64 gpu_us$' <<< "$output")" -eq 1 ]
-    [ "$(grep -c '^render: differs: ' <<< "$output")" -eq 2 ]
-    [[ "${lines[-1]}" == *" 2 differ from docs/h200/results.txt" ]]
+    [ "$(grep -c '^render: differs: docs/perf-notes.md:[0-9]*: results:compare 8x16x1024x64$' <<< "$output")" -eq 1 ]
+    [ "$(grep -c '^render: differs: 05_flash/README.md:[0-9]*: results:value 05_flash 8x16x1024x64 gpu_us$' <<< "$output")" -eq 2 ]
+    [ "$(grep -c '^render: differs: ' <<< "$output")" -eq 4 ]
+    [[ "${lines[-1]}" == *" 4 differ from docs/h200/results.txt" ]]
 }
 
 @test "render: rewriting puts the results file's numbers in the pages; --check then passes" {
     copy_course "$BATS_TEST_TMPDIR/c"
-    sed -i 's/^\(result stage=05_flash shape=8x16x1024x64 .*\)gpu_us=[0-9.]*/\1gpu_us=12.3/' \
+    sed -i 's/^\(result run=stages stage=05_flash shape=8x16x1024x64 .*\)gpu_us=[0-9.]*/\1gpu_us=12.3/' \
         "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
     run python3 "$ROOT/bench/render.py" --root "$BATS_TEST_TMPDIR/c"
     echo "$output"
@@ -79,6 +80,89 @@ copy_course() {
     cmp "$BATS_TEST_TMPDIR/before.md" "$BATS_TEST_TMPDIR/c/docs/results.md"
 }
 
+@test "render: the result lines at 8x16x1024x64 are the summary lines docs/h200/NN_x.txt end with, run=stages" {
+    [ "$(grep -c '^result run=stages stage=[0-9][0-9]_[a-z]* shape=8x16x1024x64 ' "$ROOT/docs/h200/results.txt")" -eq 7 ]
+    [ "$(grep -c '^result ' "$ROOT/docs/h200/results.txt")" -eq 7 ]
+    for out in "$ROOT"/docs/h200/0[1-7]_[a-z]*.txt; do
+        case "$out" in *_rung*) continue ;; esac
+        want=$(grep '^result ' "$out" | tail -n 1)
+        echo "$out: $want"
+        [ "$(grep -cxF "result run=stages ${want#result }" "$ROOT/docs/h200/results.txt")" -eq 1 ]
+    done
+    [ "$(grep -c '^peers run=peers shape=' "$ROOT/docs/h200/results.txt")" -eq 21 ]
+    [ "$(grep -c '^peers ' "$ROOT/docs/h200/results.txt")" -eq 21 ]
+}
+
+@test "render: results:run gives one paragraph per run, each naming what it measured and its commit" {
+    run sed -n '/^<!-- results:run -->$/,/^<!-- end -->$/p' "$ROOT/docs/results.md"
+    echo "$output"
+    [ "${#lines[@]}" -eq 4 ]
+    [ "$(grep -c '^$' <<< "$output")" -eq 1 ]
+    [[ "${lines[1]}" == "The stages' summary lines at 8×16×1024×64 (the course table and the values quoted in the pages): measured on 2026-12-01 on one NVIDIA H200 (driver 580.159.04, CUDA 13.0, the system's cuDNN 9.14.0), code at commit bab905d, by \`bench/reference_runs.sh --part stages\`." ]]
+    [[ "${lines[2]}" == "Ours beside PyTorch at 8×16×1024×64, 4×16×2048×64 and 2×16×4096×128 (the peers table): measured on 2026-12-01 on one NVIDIA H200 "*"; PyTorch 2.11 with its cuDNN 9.19 for the peers, and for 06_cudnn beside them), code at commit 594c467. These numbers were rebuilt from that run's printed tables (docs/h200/results.txt says how)." ]]
+}
+
+@test "render: results:run ID renders that run alone; an unknown ID: one line, exit 2" {
+    copy_course "$BATS_TEST_TMPDIR/c"
+    printf '%s\n' '<!-- results:run peers -->' 'x' '<!-- end -->' >> "$BATS_TEST_TMPDIR/c/docs/results.md"
+    run python3 "$ROOT/bench/render.py" --root "$BATS_TEST_TMPDIR/c"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(tail -n 2 "$BATS_TEST_TMPDIR/c/docs/results.md" | grep -c '^Ours beside PyTorch at .* code at commit 594c467\. ')" -eq 1 ]
+    [ "$(grep -c '^The stages' "$BATS_TEST_TMPDIR/c/docs/results.md")" -eq 1 ]
+    printf '%s\n' '<!-- results:run nosuch -->' 'x' '<!-- end -->' >> "$BATS_TEST_TMPDIR/c/docs/results.md"
+    run python3 "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" == "render: docs/results.md: <!-- results:run nosuch -->: no run line with id=nosuch" ]]
+}
+
+# bad_results SED: the course's results file edited by SED, then render --check on it: the run.
+bad_results() {
+    copy_course "$BATS_TEST_TMPDIR/c"
+    sed -i "$1" "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
+    ! cmp -s "$ROOT/docs/h200/results.txt" "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
+    run python3 "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
+    echo "$output"
+}
+
+@test "render: a line naming a run the file lacks: one line, exit 2" {
+    bad_results 's/^\(result \)run=stages \(stage=05_flash \)/\1run=stagez \2/'
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" =~ ^render:\ .*/docs/h200/results\.txt:[0-9]+:\ run=stagez:\ no\ run\ line\ has\ that\ id$ ]]
+}
+
+@test "render: with two run lines, a line without run=: one line, exit 2" {
+    bad_results 's/^\(peers \)run=peers \(shape=4x16x2048x64 stage=05_flash \)/\1\2/'
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" =~ ^render:\ .*/docs/h200/results\.txt:[0-9]+:\ with\ more\ than\ one\ run\ line,\ a\ peers\ line\ needs\ run=ID$ ]]
+}
+
+@test "render: two run lines with one id, or one without an id: one line, exit 2" {
+    bad_results 's/^run id=peers /run id=stages /'
+    [ "$status" -eq 2 ]
+    [[ "$output" =~ ^render:\ .*/docs/h200/results\.txt:[0-9]+:\ a\ second\ run\ line\ with\ id=\'stages\'\ \(line\ [0-9]+\ has\ it\)$ ]]
+    bad_results 's/^run id=peers /run /'
+    [ "$status" -eq 2 ]
+    [[ "$output" =~ ^render:\ .*/docs/h200/results\.txt:[0-9]+:\ with\ more\ than\ one\ run\ line,\ each\ needs\ id=$ ]]
+}
+
+@test "render: a run line that no line names: one line, exit 2" {
+    bad_results 's/^\(run id=peers .*\)$/\1\nrun id=spare date=2026-12-02/'
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" =~ ^render:\ .*/docs/h200/results\.txt:[0-9]+:\ run\ id=spare:\ no\ result\ or\ peers\ line\ names\ it$ ]]
+}
+
+@test "render: a second result line for the same stage and shape: one line, exit 2" {
+    bad_results '/^result run=stages stage=07_hopper /p'
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" =~ ^render:\ .*/docs/h200/results\.txt:[0-9]+:\ a\ second\ result\ line\ for\ 07_hopper\ at\ 8x16x1024x64\ \(line\ [0-9]+\ has\ one\)$ ]]
+}
+
 @test "render collect: a reference run's outputs become result and peers lines" {
     d="$BATS_TEST_TMPDIR/run"
     mkdir -p "$d/shapes"
@@ -102,4 +186,20 @@ copy_course() {
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
     [ ! -e "$BATS_TEST_TMPDIR/a" ]
+}
+
+@test "perf-notes: the current numbers are the rendered run, course and peers tables; every other entry is dated" {
+    f="$ROOT/docs/perf-notes.md"
+    [ "$(grep -c '^<!-- results:run -->$' "$f")" -eq 1 ]
+    [ "$(grep -c '^<!-- results:compare 8x16x1024x64 -->$' "$f")" -eq 1 ]
+    [ "$(grep -c '^<!-- results:peers -->$' "$f")" -eq 1 ]
+    # every ## heading after "Current numbers" names its date, or is a topic whose ### entries do
+    undated=$(awk '/^## Current numbers$/ { on = 1; next }
+                   on && /^## / && $0 !~ /20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]/ { topic = 1; print; next }
+                   on && /^## / { topic = 0 }
+                   on && topic && /^### / && $0 !~ /20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]/ { print }' "$f" |
+              grep -vxE '## The method: two numbers first|## The profiler.s passes|## The test suite' || true)
+    echo "$undated"
+    [ -z "$undated" ]
+    [ "$(grep -ciE 'issue [0-9]|session|helper|the lead|this change' "$f")" -eq 0 ]
 }
