@@ -4,6 +4,7 @@
 # other level-2 section (a chapter's own subsections are ###). Guess first asks; it holds no
 # table that would give the answers away, and it links to no page that holds our answers (our
 # measured runs and results: docs/results.md, docs/perf-notes.md, docs/h200/, the top README).
+# Each Look step links the stage's docs/h200 output and trace (the look step without a GPU).
 # Each chapter ends with a link to the next one; the last, to docs/results.md, whose course table
 # has a row per stage.
 load helpers
@@ -95,4 +96,25 @@ guess_links() {
     [ "$(grep -c '^| 0[0-9]_[a-z]* | [0-9]' "$ROOT/README.md")" -eq 0 ]
     [ "$(grep -c 'results:' "$ROOT/README.md")" -eq 0 ]
     grep -q '](docs/results.md)' "$ROOT/README.md"
+}
+
+# look_section FILE: the text of "## Look", outside fenced code.
+look_section() {
+    awk '/^```/ { fence = !fence }
+         !fence && /^## / { inside = ($0 == "## Look"); next }
+         inside' "$1"
+}
+
+@test "chapters: every Look step can be done without a GPU: it links the stage's docs/h200 output and trace, and both exist" {
+    for stage in $(stages); do
+        look=$(look_section "$ROOT/$stage/README.md")
+        echo "checking $stage"
+        grep -qF "(../docs/h200/$stage.txt)" <<< "$look"
+        grep -qF "(../docs/h200/$stage.json)" <<< "$look"
+        grep -qE '\(\.\./docs/pytorch-h200/[a-z_]+\.json\)' <<< "$look"
+        [ -s "$ROOT/docs/h200/$stage.txt" ]
+        [ -s "$ROOT/docs/h200/$stage.json" ]
+        peer=$(grep -oE '\(\.\./docs/pytorch-h200/[a-z_]+\.json\)' <<< "$look" | head -n 1 | tr -d '()')
+        [ -s "$ROOT/$stage/$peer" ]
+    done
 }
