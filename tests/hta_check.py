@@ -3,6 +3,7 @@ trace analyser) loads it, finds the iterations (the ProfilerStep#N ranges) and g
 per-kernel times as our table.
 
 usage: hta_check.py TRACE TABLE
+       hta_check.py counters TRACE
   TRACE   one of our Chrome traces
   TABLE   the stage's stdout (or a table printed by the unit binary) from the same profile
 
@@ -11,9 +12,16 @@ table=TIME calls=N" with both times in the table's format (sum over the active s
 when every kernel agrees to the table's last digit; 1 on a difference; 3 when HTA is not
 importable (the Bats test then skips: HTA is not a project dependency). HTA rounds traces with
 sub-microsecond times to whole microseconds unless HTA_DISABLE_NS_ROUNDING=1: set here.
-(HTA's CUPTI counter analysis, get_cupti_counter_data_with_operators, is not checked: with
-HTA 0.5.0, numpy 2.4 and pandas 3.1 its call-graph step fails on PyTorch's own traces too.)
+`counters TRACE`: HTA's CUPTI counter analysis (get_cupti_counter_data_with_operators) maps
+each kernel with counters to the operators that launched it. Prints "counters rows=N ranges=M
+...", then one line per row: "row KERNEL top=OP bottom=OP"; exit 0 when there is a row for every
+`cuda_profiler_range` event of the set-up and the profiled steps (those of the timeline pass may
+be left out) and every row has a top-level operator, 1 otherwise
+(HTA returns nothing when it cannot pair the kernels with their launches), 3 without HTA.
+HTA 0.5.0's call graph needs numpy < 2 and pandas < 2.3 (with pandas 3 it fails on PyTorch's
+own traces too).
 """
+import json
 import os
 import re
 import shutil
@@ -53,7 +61,35 @@ def table_kernels(path, names):
     return rows
 
 
+def counters(trace):
+    with open(trace, encoding="utf-8") as f:
+        rng = [e for e in json.load(f)["traceEvents"]
+               if e.get("ph") == "X" and e.get("cat") == "cuda_profiler_range"]
+    ranges = len(rng)
+    # the set-up's and the profiled steps' kernels; HTA may leave out the timeline pass's (step -2)
+    need = sum(1 for e in rng if (e.get("args") or {}).get("step") != -2)
+    work = tempfile.mkdtemp(prefix="hta_check.")
+    try:
+        shutil.copy(trace, os.path.join(work, "rank0.json"))
+        a = TraceAnalysis(trace_dir=work, include_last_profiler_step=True)
+        dfs = a.get_cupti_counter_data_with_operators(ranks=[0])
+        df = dfs[0] if dfs else None
+        if df is None:
+            print(f"counters rows=0 ranges={ranges}: HTA paired no kernel with its launch")
+            return 1
+        print(f"counters rows={len(df)} ranges={ranges} outside the timeline pass={need}")
+        bad = not (need <= len(df) <= ranges) or need == 0
+        for _, r in df.iterrows():
+            print(f"row {cut(r['name'])} top={r['top_level_op'] or '-'} bottom={r['bottom_level_op'] or '-'}")
+            bad = bad or not r["top_level_op"]
+        return 1 if bad else 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv):
+    if len(argv) == 2 and argv[0] == "counters":
+        return counters(argv[1])
     if len(argv) != 2:
         sys.exit(__doc__)
     trace, table = argv[0], argv[1]
