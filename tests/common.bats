@@ -1226,7 +1226,7 @@ fake_sanitizer() {
     fake_sanitizer '[ "$1" = --version ] && { echo "fake version 1"; exit 0; }
 f="$FAKE_DIR/n"; n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) > "$f"
 [ "$n" -eq 0 ] && exec sleep 30
-echo "========= ERROR SUMMARY: 0 errors"; exit 0'
+echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"; exit 0'
     run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" SANITIZER="$BATS_TEST_TMPDIR/bin/fake-sanitizer" \
         FAKE_DIR="$BATS_TEST_TMPDIR" SANITIZE_TIMEOUT=1 SANITIZE_TOOLS=racecheck SANITIZE_SHAPES=1x2x77x64 \
         SANITIZE_STAGES=07_hopper SANITIZE_LOGS="$BATS_TEST_TMPDIR/logs" bash "$ROOT/tests/sanitize.sh"
@@ -1234,6 +1234,8 @@ echo "========= ERROR SUMMARY: 0 errors"; exit 0'
     [ "$status" -eq 0 ]
     [ "$(printf '%s\n' "$output" | grep -c '^hung 07_hopper racecheck 1x2x77x64: still running after 1 s, killed; run again (2 of 3); --rung 1$')" -eq 1 ]
     [ "$(printf '%s\n' "$output" | grep -c '^ok   07_hopper racecheck 1x2x77x64 .*; after 1 hung run(s))$')" -eq 1 ]
+    # racecheck's own summary line is the one quoted
+    [ "$(printf '%s\n' "$output" | grep -c '^ok   07_hopper racecheck 1x2x77x64 ([0-9]* s; RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings); --rung [1-4]')" -eq 4 ]
     [ "$(printf '%s\n' "$output" | grep -c '^ok   07_hopper racecheck')" -eq 4 ]
     [[ "$output" == *", 1 hung run(s) run again (racecheck on 07_hopper), no failures;"* ]]
     # rung 1 always hanging: three runs, then FAIL (the other rungs clean)

@@ -247,7 +247,7 @@ for stage in $stages; do
             hung_note=; [ $hung -eq 0 ] || hung_note="; after $hung hung run(s)"
             # the program's own last line (the sanitizer's lines start with "=========")
             msg=$(grep -v '^=========' "$log" | grep -v '^[[:space:]]*$' | tail -n 1)
-            summary=$(grep -m1 'ERROR SUMMARY' "$log" | sed 's/^========= *//')
+            summary=$(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sed 's/^========= *//')
             if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
                 echo "FAIL $stage $tool $shape: still running after ${run_timeout} s, killed (SANITIZE_TIMEOUT)$which: $log"
                 failed=1
