@@ -96,7 +96,8 @@ int regions_decode(const attn_region_rec *rec, size_t n, const attn_regions_head
     out->t_first = head ? head->t_first : 0;
     out->t_last = head ? head->t_last : 0;
     rec_ref *refs = malloc((n + 1) * sizeof *refs);
-    region_event *ev = malloc((n / 2 + 1) * sizeof *ev);
+    /* every begin record may become an event (open ones stay until their stream ends) */
+    region_event *ev = malloc((n + 1) * sizeof *ev);
     block_span *spans = malloc((n + 1) * sizeof *spans);
     if (!refs || !ev || !spans) { free(refs); free(ev); free(spans); return -1; }
     size_t m = 0;

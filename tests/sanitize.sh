@@ -221,10 +221,15 @@ for stage in $stages; do
             fi
             # A shape (or rung) the stage refuses is skipped with the stage's own line: asked
             # with --validate first, since under the tool the refusal's exit 2 reads 255.
-            if ! why=$("$bin" "${rung_args[@]}" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
-                       --validate 2>&1); then
+            why=$("$bin" "${rung_args[@]}" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
+                  --validate 2>&1); vrc=$?
+            if [ $vrc -eq 2 ]; then
                 echo "skip $stage $tool $shape: ${why}"
                 skipped=$((skipped + 1))
+                continue
+            elif [ $vrc -ne 0 ]; then    # not a refusal: the stage cannot even check its input
+                echo "FAIL $stage $tool $shape: ./$stage/run --validate exited $vrc: ${why}"
+                failed=1
                 continue
             fi
             # racecheck on 07's setmaxnreg kernels: a run killed at the limit is run again, up to
