@@ -10,18 +10,10 @@
  * GetCounterDataInfo -> EvaluateToGpuValues per range -> Disable, HostDeinitialize,
  * cuptiProfilerDeInitialize. Every params struct is zeroed, structSize set, pPriv NULL.
  *
- * libcupti loads libnvperf_host.so with dlopen when the host object is made; libcupti has no
- * RPATH, and our binaries' RUNPATH does not apply to its dlopen. So we load it first, from the
- * directory libcupti itself was loaded from (dladdr), with the bare name as the fallback: once
- * loaded, the dynamic linker hands libcupti the same object by its soname.
- *
- * cupti_profiler_host.h includes C++'s <string> (it uses nothing from it): the C build puts an
- * empty `string` on its include path (common/c_shim, CFLAGS only).
+ * The Profiler Host API side (initialize, chip name, host object, config image, teardown) is
+ * cupti_host.c's, shared with the timeline pass.
  */
-#define _GNU_SOURCE /* dladdr */
-#include <dlfcn.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +25,10 @@
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
-#include <cupti_target.h>
 
 #include "check.h"
 #include "counters.h"
+#include "cupti_host.h"
 
 /* Ranges the counter data image holds: more kernels than this in one forward are dropped (and
  * reported). 03_math launches 20 activities per forward. */
@@ -56,57 +48,6 @@ void counters_free(counter_pass *c)
     memset(c, 0, sizeof *c);
 }
 
-/* One reason, then UNAVAILABLE. printf-style. */
-static void unavailable(counter_pass *c, const char *fmt, ...)
-#ifdef __GNUC__
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void unavailable(counter_pass *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char why[sizeof c->why];
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    free(c->k);
-    c->k = NULL;
-    c->n = 0;
-    c->state = COUNTERS_UNAVAILABLE;
-    snprintf(c->why, sizeof c->why, "%s", why);
-}
-
-/* "cuptiX failed: CUPTI_ERROR_Y (message)" into c, for a failed call. */
-static void cupti_failed(counter_pass *c, const char *call, CUptiResult r)
-{
-    const char *m = NULL;
-    cuptiGetResultString(r, &m);
-    const char *hint = "";
-    if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
-        hint = "; the driver restricts GPU performance counters to admin users "
-               "(NVreg_RestrictProfilingToAdminUsers)";
-    else if (r == CUPTI_ERROR_NOT_INITIALIZED)
-        hint = "; libnvperf_host.so could not be loaded?";
-    unavailable(c, "%s failed: %s%s", call, m ? m : "unknown CUPTI error", hint);
-}
-
-/* Loads libnvperf_host.so from libcupti's directory (see the file comment). Best effort. */
-void counters_preload_nvperf_host(void)
-{
-    Dl_info info;
-    memset(&info, 0, sizeof info);
-    if (dladdr((void *)&cuptiGetVersion, &info) && info.dli_fname) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s", info.dli_fname);
-        char *slash = strrchr(path, '/');
-        if (slash) {
-            snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "libnvperf_host.so");
-            if (dlopen(path, RTLD_NOW | RTLD_GLOBAL)) return;
-        }
-    }
-    (void)dlopen("libnvperf_host.so", RTLD_NOW | RTLD_GLOBAL);
-}
-
 /* The current context, through the runtime's driver entry point (the harness links no -lcuda). */
 static CUcontext current_context(void)
 {
@@ -120,12 +61,13 @@ static CUcontext current_context(void)
     return ctx;
 }
 
+/* The pass's CUPTI state: the host side (cupti_host.h), the Range Profiler object, the counter
+ * data image. */
 typedef struct {
-    CUpti_Profiler_Host_Object *host;
+    cupti_host h;
     CUpti_RangeProfiler_Object *rp;
-    uint8_t *avail, *config, *data;
-    size_t config_size, data_size;
-    int initialized;
+    uint8_t *data;
+    size_t data_size;
 } session;
 
 static void session_end(session *s)
@@ -133,45 +75,19 @@ static void session_end(session *s)
     if (s->rp) {
         CUpti_RangeProfiler_Disable_Params d = { .structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE };
         d.pRangeProfilerObject = s->rp;
-        (void)cuptiRangeProfilerDisable(&d);
+        (void)cuptiRangeProfilerDisable(&d); /* teardown: nothing left to report */
+        s->rp = NULL;
     }
-    if (s->host) {
-        CUpti_Profiler_Host_Deinitialize_Params d = { .structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE };
-        d.pHostObject = s->host;
-        (void)cuptiProfilerHostDeinitialize(&d);
-    }
-    if (s->initialized) {
-        CUpti_Profiler_DeInitialize_Params d = { .structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE };
-        (void)cuptiProfilerDeInitialize(&d);
-    }
-    free(s->avail);
-    free(s->config);
+    cupti_host_end(&s->h);
     free(s->data);
-    memset(s, 0, sizeof *s);
+    s->data = NULL;
 }
 
-static CUptiResult host_init(session *s, const char *chip)
-{
-    CUpti_Profiler_Host_Initialize_Params h = { .structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE };
-    h.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-    h.pChipName = chip;
-    h.pCounterAvailabilityImage = s->avail;
-    CUptiResult r = cuptiProfilerHostInitialize(&h);
-    s->host = r == CUPTI_SUCCESS ? h.pHostObject : NULL;
-    return r;
-}
-
-static CUptiResult add_metrics(session *s, const char **names, size_t n)
-{
-    CUpti_Profiler_Host_ConfigAddMetrics_Params a = { .structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE };
-    a.pHostObject = s->host;
-    a.ppMetricNames = names;
-    a.numMetrics = n;
-    return cuptiProfilerHostConfigAddMetrics(&a);
-}
-
+/* A failed CUPTI call: its reason into the session, then the pass's end. */
 #define TRY(call, name) do { CUptiResult r_ = (call); if (r_ != CUPTI_SUCCESS) { \
-    cupti_failed(out, name, r_); goto done; } } while (0)
+    cupti_host_failed(&s.h, name, r_); goto done; } } while (0)
+/* A reason of the pass's own, printf-style. */
+#define FAIL(...) do { cupti_host_whyf(&s.h, __VA_ARGS__); goto done; } while (0)
 
 void counters_run(counter_pass *out, int device, void (*forward)(void *arg), void *arg)
 {
@@ -183,44 +99,31 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
     }
     session s;
     memset(&s, 0, sizeof s);
+    cupti_host_init(&s.h, CUPTI_ERROR_NOT_INITIALIZED, "; libnvperf_host.so could not be loaded?");
     const char *names[CTR_N];
     int index[CTR_N];          /* names[j] is metric index[j] */
     size_t n_names = 0;
 
     CUDA_CHECK(cudaDeviceSynchronize());
     CUcontext ctx = current_context();
-    if (!ctx) {
-        unavailable(out, "no current CUDA context for the counter pass");
-        goto done;
-    }
-    counters_preload_nvperf_host();
-
-    CUpti_Profiler_Initialize_Params init = { .structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE };
-    TRY(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");
-    s.initialized = 1;
+    if (!ctx) FAIL("no current CUDA context for the counter pass");
+    if (cupti_host_begin(&s.h) != 0) goto done;
 
     CUpti_Profiler_DeviceSupported_Params sup = { .structSize = CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE };
     sup.cuDevice = (CUdevice)device;
     sup.api = CUPTI_PROFILER_RANGE_PROFILING;
     TRY(cuptiProfilerDeviceSupported(&sup), "cuptiProfilerDeviceSupported");
-    if (sup.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
-        unavailable(out, "the Range Profiler does not support this device or configuration "
-                    "(architecture %d, SLI %d, vGPU %d, confidential compute %d, CMP %d, WSL %d; "
-                    "3 = supported)", sup.architecture, sup.sli, sup.vGpu, sup.confidentialCompute,
-                    sup.cmp, sup.wsl);
-        goto done;
-    }
-
-    CUpti_Device_GetChipName_Params chip = { .structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE };
-    chip.deviceIndex = (size_t)device;
-    TRY(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
+    if (sup.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED)
+        FAIL("the Range Profiler does not support this device or configuration (architecture %d, "
+             "SLI %d, vGPU %d, confidential compute %d, CMP %d, WSL %d; 3 = supported)",
+             sup.architecture, sup.sli, sup.vGpu, sup.confidentialCompute, sup.cmp, sup.wsl);
+    if (cupti_host_chip(&s.h, device) != 0) goto done;
 
     CUpti_Profiler_GetCounterAvailability_Params av = { .structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE };
     av.ctx = ctx;
     TRY(cuptiProfilerGetCounterAvailability(&av), "cuptiProfilerGetCounterAvailability");
-    s.avail = calloc(av.counterAvailabilityImageSize ? av.counterAvailabilityImageSize : 1, 1);
-    if (!s.avail) { unavailable(out, "out of host memory"); goto done; }
-    av.pCounterAvailabilityImage = s.avail;
+    if (cupti_host_alloc_avail(&s.h, av.counterAvailabilityImageSize) != 0) goto done;
+    av.pCounterAvailabilityImage = s.h.avail;
     TRY(cuptiProfilerGetCounterAvailability(&av), "cuptiProfilerGetCounterAvailability");
 
     /* The metric names this device knows (the rows of the counter pass's two passes): each
@@ -229,9 +132,9 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
     int n_refused = 0;
     for (int m = 0; m < CTR_N; m++) {
         if (METRICS[m].pass != MP_RANGE && METRICS[m].pass != MP_STALL) continue;
-        TRY(host_init(&s, chip.pChipName), "cuptiProfilerHostInitialize");
+        if (cupti_host_object(&s.h, CUPTI_PROFILER_TYPE_RANGE_PROFILER) != 0) goto done;
         const char *one = METRICS[m].cupti;
-        if (add_metrics(&s, &one, 1) == CUPTI_SUCCESS) {
+        if (cupti_host_add_metrics(&s.h, &one, 1) == CUPTI_SUCCESS) {
             index[n_names] = m;
             names[n_names++] = one;
         } else {
@@ -239,37 +142,16 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
             snprintf(refused + used, sizeof refused - used, "%s%s", n_refused ? ", " : "", one);
             n_refused++;
         }
-        CUpti_Profiler_Host_Deinitialize_Params d = { .structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE };
-        d.pHostObject = s.host;
-        (void)cuptiProfilerHostDeinitialize(&d);
-        s.host = NULL;
+        cupti_host_object_end(&s.h);
     }
     if (n_refused)
         fprintf(stderr, "counters: note: %d metric%s not available on %s (read -): %s\n", n_refused,
-                n_refused == 1 ? "" : "s", chip.pChipName, refused);
-    if (n_names == 0) {
-        unavailable(out, "none of the metrics is available on %s", chip.pChipName);
-        goto done;
-    }
-    TRY(host_init(&s, chip.pChipName), "cuptiProfilerHostInitialize");
-    TRY(add_metrics(&s, names, n_names), "cuptiProfilerHostConfigAddMetrics");
-
-    CUpti_Profiler_Host_GetConfigImageSize_Params cs = { .structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE };
-    cs.pHostObject = s.host;
-    TRY(cuptiProfilerHostGetConfigImageSize(&cs), "cuptiProfilerHostGetConfigImageSize");
-    s.config_size = cs.configImageSize;
-    s.config = calloc(s.config_size ? s.config_size : 1, 1);
-    if (!s.config) { unavailable(out, "out of host memory"); goto done; }
-    CUpti_Profiler_Host_GetConfigImage_Params ci = { .structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE };
-    ci.pHostObject = s.host;
-    ci.configImageSize = s.config_size;
-    ci.pConfigImage = s.config;
-    TRY(cuptiProfilerHostGetConfigImage(&ci), "cuptiProfilerHostGetConfigImage");
-    CUpti_Profiler_Host_GetNumOfPasses_Params np = { .structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE };
-    np.configImageSize = s.config_size;
-    np.pConfigImage = s.config;
-    TRY(cuptiProfilerHostGetNumOfPasses(&np), "cuptiProfilerHostGetNumOfPasses");
-    out->passes = (int)np.numOfPasses;
+                n_refused == 1 ? "" : "s", s.h.chip, refused);
+    if (n_names == 0) FAIL("none of the metrics is available on %s", s.h.chip);
+    if (cupti_host_object(&s.h, CUPTI_PROFILER_TYPE_RANGE_PROFILER) != 0) goto done;
+    TRY(cupti_host_add_metrics(&s.h, names, n_names), "cuptiProfilerHostConfigAddMetrics");
+    if (cupti_host_config(&s.h) != 0) goto done;
+    out->passes = (int)s.h.passes;
 
     CUpti_RangeProfiler_Enable_Params en = { .structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE };
     en.ctx = ctx;
@@ -285,7 +167,7 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
     TRY(cuptiRangeProfilerGetCounterDataSize(&ds), "cuptiRangeProfilerGetCounterDataSize");
     s.data_size = ds.counterDataSize;
     s.data = calloc(s.data_size ? s.data_size : 1, 1);
-    if (!s.data) { unavailable(out, "out of host memory"); goto done; }
+    if (!s.data) FAIL("out of host memory");
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = { .structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE };
     di.pRangeProfilerObject = s.rp;
     di.counterDataSize = s.data_size;
@@ -294,8 +176,8 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
 
     CUpti_RangeProfiler_SetConfig_Params sc = { .structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE };
     sc.pRangeProfilerObject = s.rp;
-    sc.configSize = s.config_size;
-    sc.pConfig = s.config;
+    sc.configSize = s.h.config_size;
+    sc.pConfig = s.h.config;
     sc.counterDataImageSize = s.data_size;
     sc.pCounterDataImage = s.data;
     sc.range = CUPTI_AutoRange;
@@ -319,10 +201,7 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
         sp.pRangeProfilerObject = s.rp;
         TRY(cuptiRangeProfilerStop(&sp), "cuptiRangeProfilerStop");
         if (sp.isAllPassSubmitted) break;
-        if (iter + 1 >= 16) {
-            unavailable(out, "the Range Profiler still wanted passes after %d forwards", iter + 1);
-            goto done;
-        }
+        if (iter + 1 >= 16) FAIL("the Range Profiler still wanted passes after %d forwards", iter + 1);
     }
 
     CUpti_RangeProfiler_DecodeData_Params dd = { .structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE };
@@ -338,7 +217,7 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
     TRY(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo");
 
     out->k = calloc(info.numTotalRanges ? info.numTotalRanges : 1, sizeof *out->k);
-    if (!out->k) { unavailable(out, "out of host memory"); goto done; }
+    if (!out->k) FAIL("out of host memory");
     out->n = info.numTotalRanges;
     for (size_t i = 0; i < out->n; i++) {
         double values[CTR_N];
@@ -356,7 +235,7 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
             if (end && end != ri.rangeName && *end == '\0' && v < out->n) slot = v;
         }
         CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = { .structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE };
-        ev.pHostObject = s.host;
+        ev.pHostObject = s.h.host;
         ev.pCounterDataImage = s.data;
         ev.counterDataImageSize = s.data_size;
         ev.rangeIndex = i;
@@ -371,6 +250,12 @@ void counters_run(counter_pass *out, int device, void (*forward)(void *arg), voi
 
 done:
     session_end(&s);
-    if (out->state == COUNTERS_UNAVAILABLE)
+    if (out->state != COUNTERS_ON) {
+        free(out->k);
+        out->k = NULL;
+        out->n = 0;
+        out->state = COUNTERS_UNAVAILABLE;
+        snprintf(out->why, sizeof out->why, "%s", s.h.why);
         fprintf(stderr, "counters: unavailable: %s; the counter columns read -\n", out->why);
+    }
 }

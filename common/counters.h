@@ -64,10 +64,6 @@ typedef struct counter_pass {
 void counters_run(counter_pass *out, int device, void (*forward)(void *arg), void *arg);
 void counters_free(counter_pass *c);
 
-/* Loads libnvperf_host.so (which libcupti dlopens for the Profiler Host API) from libcupti's own
- * directory; best effort. The counter pass and the timeline pass call it first. */
-void counters_preload_nvperf_host(void);
-
 /* A pass in a given state (unit tests, --no-counters, sanitize): no CUPTI call. */
 void counters_set_state(counter_pass *c, counters_state state, const char *why);
 

@@ -11,10 +11,11 @@
  * per completed sample GetSampleInfo (window, %globaltimer ns) + EvaluateToGpuValues ->
  * Disable, HostDeinitialize, cuptiProfilerDeInitialize. Every params struct is zeroed,
  * structSize set, pPriv NULL. Sampling runs from Start to Stop: the samples before the first
- * kernel and after the last are idle; timeline_align drops them.
+ * kernel and after the last are idle; timeline_align drops them. The Profiler Host API side
+ * (initialize, chip name, host object, config image, teardown) is cupti_host.c's, shared with the
+ * counter pass.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,11 +25,9 @@
 #include <cupti.h>
 #include <cupti_pmsampling.h>
 #include <cupti_profiler_host.h>
-#include <cupti_profiler_target.h>
-#include <cupti_target.h>
 
 #include "check.h"
-#include "counters.h"
+#include "cupti_host.h"
 #include "timeline.h"
 
 /* The PM hardware buffer (the size measured to work on the H200) and the counter data image's
@@ -36,40 +35,11 @@
  * idle samples around it; at most MAX_SAMPLES (a sample of five metrics takes tens of kB). */
 enum { HW_BUFFER_BYTES = 512 << 20, MIN_SAMPLES = 1024, MAX_SAMPLES = 16384 };
 
-static void unavailable(timeline *t, const char *fmt, ...)
-#ifdef __GNUC__
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void unavailable(timeline *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char why[sizeof t->why];
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    free(t->s);
-    t->s = NULL;
-    t->n = 0;
-    t->state = TIMELINE_UNAVAILABLE;
-    snprintf(t->why, sizeof t->why, "%s", why);
-}
-
-static void cupti_failed(timeline *t, const char *call, CUptiResult r)
-{
-    const char *m = NULL;
-    cuptiGetResultString(r, &m);
-    const char *hint = "";
-    if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
-        hint = "; the driver restricts GPU performance counters to admin users "
-               "(NVreg_RestrictProfilingToAdminUsers)";
-    else if (r == CUPTI_ERROR_NOT_SUPPORTED)
-        hint = "; PM sampling needs compute capability 7.5+ (GPU time interval: not GA100)";
-    unavailable(t, "%s failed: %s%s", call, m ? m : "unknown CUPTI error", hint);
-}
-
+/* A failed CUPTI call: its reason into h, then the pass's end. */
 #define TRY(call, name) do { CUptiResult r_ = (call); if (r_ != CUPTI_SUCCESS) { \
-    cupti_failed(out, name, r_); goto done; } } while (0)
+    cupti_host_failed(&h, name, r_); goto done; } } while (0)
+/* A reason of the pass's own, printf-style. */
+#define FAIL(...) do { cupti_host_whyf(&h, __VA_ARGS__); goto done; } while (0)
 
 void timeline_run(timeline *out, int device, uint64_t interval_ns, double forward_us,
                   void (*forward)(void *arg), void *arg)
@@ -83,59 +53,28 @@ void timeline_run(timeline *out, int device, uint64_t interval_ns, double forwar
     }
     const char *names[TL_N];
     for (int j = 0; j < TL_N; j++) names[j] = METRICS[TL_FIRST + j].cupti;
-    CUpti_Profiler_Host_Object *host = NULL;
+    cupti_host h;
+    cupti_host_init(&h, CUPTI_ERROR_NOT_SUPPORTED,
+                    "; PM sampling needs compute capability 7.5+ (GPU time interval: not GA100)");
     CUpti_PmSampling_Object *pm = NULL;
-    uint8_t *avail = NULL, *config = NULL, *data = NULL;
-    int initialized = 0;
+    uint8_t *data = NULL;
 
     CUDA_CHECK(cudaDeviceSynchronize());
-    counters_preload_nvperf_host();
-    CUpti_Profiler_Initialize_Params init = { .structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE };
-    TRY(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");
-    initialized = 1;
-
-    CUpti_Device_GetChipName_Params chip = { .structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE };
-    chip.deviceIndex = (size_t)device;
-    TRY(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
+    if (cupti_host_begin(&h) != 0 || cupti_host_chip(&h, device) != 0) goto done;
 
     CUpti_PmSampling_GetCounterAvailability_Params av = { .structSize = CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE };
     av.deviceIndex = (size_t)device;
     TRY(cuptiPmSamplingGetCounterAvailability(&av), "cuptiPmSamplingGetCounterAvailability");
-    avail = calloc(av.counterAvailabilityImageSize ? av.counterAvailabilityImageSize : 1, 1);
-    if (!avail) { unavailable(out, "out of host memory"); goto done; }
-    av.pCounterAvailabilityImage = avail;
+    if (cupti_host_alloc_avail(&h, av.counterAvailabilityImageSize) != 0) goto done;
+    av.pCounterAvailabilityImage = h.avail;
     TRY(cuptiPmSamplingGetCounterAvailability(&av), "cuptiPmSamplingGetCounterAvailability");
 
-    CUpti_Profiler_Host_Initialize_Params hi = { .structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE };
-    hi.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
-    hi.pChipName = chip.pChipName;
-    hi.pCounterAvailabilityImage = avail;
-    TRY(cuptiProfilerHostInitialize(&hi), "cuptiProfilerHostInitialize");
-    host = hi.pHostObject;
-    CUpti_Profiler_Host_ConfigAddMetrics_Params am = { .structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE };
-    am.pHostObject = host;
-    am.ppMetricNames = names;
-    am.numMetrics = TL_N;
-    TRY(cuptiProfilerHostConfigAddMetrics(&am), "cuptiProfilerHostConfigAddMetrics (the MP_PM rows)");
-    CUpti_Profiler_Host_GetConfigImageSize_Params cs = { .structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE };
-    cs.pHostObject = host;
-    TRY(cuptiProfilerHostGetConfigImageSize(&cs), "cuptiProfilerHostGetConfigImageSize");
-    config = calloc(cs.configImageSize ? cs.configImageSize : 1, 1);
-    if (!config) { unavailable(out, "out of host memory"); goto done; }
-    CUpti_Profiler_Host_GetConfigImage_Params ci = { .structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE };
-    ci.pHostObject = host;
-    ci.configImageSize = cs.configImageSize;
-    ci.pConfigImage = config;
-    TRY(cuptiProfilerHostGetConfigImage(&ci), "cuptiProfilerHostGetConfigImage");
-    CUpti_Profiler_Host_GetNumOfPasses_Params np = { .structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE };
-    np.configImageSize = cs.configImageSize;
-    np.pConfigImage = config;
-    TRY(cuptiProfilerHostGetNumOfPasses(&np), "cuptiProfilerHostGetNumOfPasses");
-    if (np.numOfPasses != 1) {
-        unavailable(out, "the timeline's metrics (the MP_PM rows of metrics.h) need %zu passes "
-                    "on %s; PM sampling takes one", np.numOfPasses, chip.pChipName);
-        goto done;
-    }
+    if (cupti_host_object(&h, CUPTI_PROFILER_TYPE_PM_SAMPLING) != 0) goto done;
+    TRY(cupti_host_add_metrics(&h, names, TL_N), "cuptiProfilerHostConfigAddMetrics (the MP_PM rows)");
+    if (cupti_host_config(&h) != 0) goto done;
+    if (h.passes != 1)
+        FAIL("the timeline's metrics (the MP_PM rows of metrics.h) need %zu passes on %s; PM "
+             "sampling takes one", h.passes, h.chip);
 
     CUpti_PmSampling_Enable_Params en = { .structSize = CUpti_PmSampling_Enable_Params_STRUCT_SIZE };
     en.deviceIndex = (size_t)device;
@@ -143,8 +82,8 @@ void timeline_run(timeline *out, int device, uint64_t interval_ns, double forwar
     pm = en.pPmSamplingObject;
     CUpti_PmSampling_SetConfig_Params sc = { .structSize = CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE };
     sc.pPmSamplingObject = pm;
-    sc.configSize = cs.configImageSize;
-    sc.pConfig = config;
+    sc.configSize = h.config_size;
+    sc.pConfig = h.config;
     sc.hardwareBufferSize = HW_BUFFER_BYTES;
     sc.samplingInterval = interval_ns;
     sc.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
@@ -161,10 +100,7 @@ void timeline_run(timeline *out, int device, uint64_t interval_ns, double forwar
     ds.maxSamples = (uint32_t)want;
     TRY(cuptiPmSamplingGetCounterDataSize(&ds), "cuptiPmSamplingGetCounterDataSize");
     data = calloc(ds.counterDataSize ? ds.counterDataSize : 1, 1);
-    if (!data) {
-        unavailable(out, "out of host memory (%zu bytes of counter data)", ds.counterDataSize);
-        goto done;
-    }
+    if (!data) FAIL("out of host memory (%zu bytes of counter data)", ds.counterDataSize);
     CUpti_PmSampling_CounterDataImage_Initialize_Params di = { .structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE };
     di.pPmSamplingObject = pm;
     di.counterDataSize = ds.counterDataSize;
@@ -196,7 +132,7 @@ void timeline_run(timeline *out, int device, uint64_t interval_ns, double forwar
     TRY(cuptiPmSamplingGetCounterDataInfo(&info), "cuptiPmSamplingGetCounterDataInfo");
 
     out->s = calloc(info.numCompletedSamples ? info.numCompletedSamples : 1, sizeof *out->s);
-    if (!out->s) { unavailable(out, "out of host memory"); goto done; }
+    if (!out->s) FAIL("out of host memory");
     for (size_t i = 0; i < info.numCompletedSamples; i++) {
         CUpti_PmSampling_CounterData_GetSampleInfo_Params si = { .structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE };
         si.pPmSamplingObject = pm;
@@ -206,7 +142,7 @@ void timeline_run(timeline *out, int device, uint64_t interval_ns, double forwar
         TRY(cuptiPmSamplingCounterDataGetSampleInfo(&si), "cuptiPmSamplingCounterDataGetSampleInfo");
         CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = { .structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE };
         tl_sample *s = &out->s[out->n];
-        ev.pHostObject = host;
+        ev.pHostObject = h.host;
         ev.pCounterDataImage = data;
         ev.counterDataImageSize = ds.counterDataSize;
         ev.rangeIndex = i;
@@ -225,20 +161,16 @@ done:
     if (pm) {
         CUpti_PmSampling_Disable_Params d = { .structSize = CUpti_PmSampling_Disable_Params_STRUCT_SIZE };
         d.pPmSamplingObject = pm;
-        (void)cuptiPmSamplingDisable(&d);
+        (void)cuptiPmSamplingDisable(&d); /* teardown: nothing left to report */
     }
-    if (host) {
-        CUpti_Profiler_Host_Deinitialize_Params d = { .structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE };
-        d.pHostObject = host;
-        (void)cuptiProfilerHostDeinitialize(&d);
-    }
-    if (initialized) {
-        CUpti_Profiler_DeInitialize_Params d = { .structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE };
-        (void)cuptiProfilerDeInitialize(&d);
-    }
-    free(avail);
-    free(config);
+    cupti_host_end(&h);
     free(data);
-    if (out->state == TIMELINE_UNAVAILABLE)
+    if (out->state != TIMELINE_ON) {
+        free(out->s);
+        out->s = NULL;
+        out->n = 0;
+        out->state = TIMELINE_UNAVAILABLE;
+        snprintf(out->why, sizeof out->why, "%s", h.why);
         fprintf(stderr, "timeline: unavailable: %s; the timeline reads -\n", out->why);
+    }
 }
