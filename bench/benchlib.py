@@ -1,5 +1,7 @@
-"""benchlib.py: the input checks bench/compare.py and bench/peers.py share, so that both refuse
-the same things with the same words, before any stage runs:
+"""benchlib.py: what the bench/ scripts share, so that they refuse the same things with the same
+words and print the same numbers the same way.
+
+The input checks (bench/compare.py, bench/peers.py, bench/ladder.py), before any stage runs:
 
   SHAPE_RE                       the form BxHxSxD (positive decimal integers)
   sanitize_env_problem(prog)     ATTN_SANITIZE other than unset, 0 or 1
@@ -9,8 +11,21 @@ the same things with the same words, before any stage runs:
 
 Each returns the reason as one line, or None. Nothing is left behind: a probe file or directory
 is created and removed. The limits live in one place, common/cli.c; here they are asked, not
-copied. Python 3 standard library only.
+copied.
+
+  one_line_parser(die, hint)     an argparse parser class whose errors are one line through die
+
+The units of the course's tables (bench/compare.py's `make compare` table, bench/render.py's
+rendered tables), from a stage's summary line (README.md, "What a run prints"):
+
+  human_bytes(n)                 device memory in binary units: 0, 256 B, 12.0 KiB, 1.29 GiB
+  decimal_bytes(n)               bytes moved in the counters' decimal units: 4.10 kB, 66.1 MB
+  flops_per_forward(r)           2·B·H·S²·D of its shape (FlashAttention's convention, causal)
+  traffic(r), intensity(r)       DRAM bytes per forward, FLOP per DRAM byte (None without counters)
+
+Python 3 standard library only.
 """
+import argparse
 import os
 import re
 import subprocess
@@ -113,3 +128,72 @@ def shape_flag_problem(values):
         line = _last_line(p.stderr)
         return line if p.returncode == 2 and line.startswith("--") else None
     return None
+
+
+def one_line_parser(die, hint):
+    """An argparse.ArgumentParser subclass whose error() is die(f"{message} ({hint})") (one line,
+    the script's prefix and exit status 2 are die's) instead of usage + error on two lines. Its
+    sub-parsers are of the same class."""
+
+    class OneLineParser(argparse.ArgumentParser):
+        def error(self, message):
+            die(f"{message} ({hint})")
+
+    return OneLineParser
+
+
+# ---- the tables' units -----------------------------------------------------------------------
+
+def human_bytes(n):
+    """Device bytes in binary units: 0, 256 B, 12.0 KiB, 545.0 MiB, 1.29 GiB; "?" when n is not an
+    integer."""
+    try:
+        n = int(n)
+    except (TypeError, ValueError):
+        return "?"
+    if n == 0:
+        return "0"
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 ** 2:
+        return f"{n / 1024:.1f} KiB"
+    if n < 1024 ** 3:
+        return f"{n / 1024 ** 2:.1f} MiB"
+    return f"{n / 1024 ** 3:.2f} GiB"
+
+
+def decimal_bytes(n):
+    """Bytes moved, in the counters' decimal units: 512 B, 4.10 kB, 66.1 MB, 1.13 GB."""
+    if n < 1e3:
+        return f"{n:.0f} B"
+    if n < 1e6:
+        return f"{n / 1e3:.2f} kB"
+    if n < 1e9:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e9:.2f} GB"
+
+
+def flops_per_forward(r):
+    """FlashAttention's convention, halved for causal (the stages' tflops=): 2·B·H·S²·D of the
+    summary fields' shape, or None when it is not BxHxSxD."""
+    m = SHAPE_RE.match(r.get("shape", ""))
+    if not m:
+        return None
+    b, h, s, d = (int(x) for x in m.groups())
+    return 2.0 * b * h * s * s * d
+
+
+def traffic(r):
+    """DRAM bytes per forward (dram_read + dram_write of the summary line: the counter pass's
+    kernels plus the step's copies and memsets), or None without counters ("-", "off")."""
+    try:
+        t = float(int(r["dram_read"]) + int(r["dram_write"]))
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None
+    return t if t > 0 else None
+
+
+def intensity(r):
+    """FLOP per DRAM byte of one forward, or None."""
+    f, t = flops_per_forward(r), traffic(r)
+    return f / t if f and t else None

@@ -12,8 +12,9 @@ stage as horizontal bars on a log axis, the GPU activities per step written on e
 OUTDIR/roofline.svg (each stage at its FLOP per DRAM byte and TFLOP/s under the H200's bf16
 tensor, FP32 CUDA-core and bandwidth roofs; stages without counters are left out).
 Every number comes from the stages' summary lines (README.md, "What a run prints"), the tensor
-pipe % from their tables and kernel details (tensor_pipe() says how); nothing is re-measured here.
-A stage's whole printed output is a summary file too (docs/h200/NN_x.txt, one or all of them).
+pipe % from their tables and kernel details (TENSOR_PIPE_HELP below, tensor_pipe() says how);
+nothing is re-measured here. A stage's whole printed output is a summary file too
+(docs/h200/NN_x.txt, one or all of them).
 
 The summary file holds, one per line (other lines are ignored):
     result stage=... shape=... kernels_per_step=... gpu_us=... ...   (a stage's last stdout line)
@@ -31,7 +32,6 @@ the device) and prints the reason on stderr without the "compare: " prefix, exit
 exit 0: make compare puts that line in its one "*** make compare: ..." line.
 Python 3 standard library only.
 """
-import argparse
 import math
 import os
 import re
@@ -39,7 +39,8 @@ import subprocess
 import sys
 from xml.sax.saxutils import escape
 
-from benchlib import ROOT, SHAPE_RE, STAGE_RE, dir_problem, sanitize_env_problem, shape_flag_problem
+from benchlib import (ROOT, SHAPE_RE, STAGE_RE, decimal_bytes, dir_problem, human_bytes, intensity,
+                      one_line_parser, sanitize_env_problem, shape_flag_problem, traffic)
 BLOG_SHAPE = "8x16x1024x64"
 STAGE_TIMEOUT_S = 600
 # Line kinds whose last field runs to the end of the line (it holds spaces).
@@ -59,11 +60,18 @@ def die(msg, code=2):
     sys.exit(code)
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """argparse with its errors on one line ("compare: ...", exit 2) instead of usage + error."""
+# argparse with its errors on one line ("compare: ...", exit 2) instead of usage + error.
+OneLineParser = one_line_parser(die, "bench/compare.py --help")
 
-    def error(self, message):
-        die(f"{message} (bench/compare.py --help)")
+TENSOR_PIPE_HELP = (
+    "The tensor pipe % column comes from the counter pass of each stage's run: every kernel's "
+    "`counters:` line under the kernel details (\"tensor pipe X% active\": CUPTI's "
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active, kernel replay), averaged "
+    "over the stage's kernels weighted by each kernel's CUDA total in the stage's table. Where a "
+    "kernel has no counters value, the stage takes every kernel's `timeline:` mean instead (the "
+    "PM-sampling pass, sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed) and the "
+    "table says so; - where the summary file holds no kernel details (--quiet runs, summary "
+    "lines alone).")
 
 
 # ---- summary lines ---------------------------------------------------------------------------
@@ -258,60 +266,7 @@ def idea_from_help(stage):
     return ""
 
 
-# ---- formatting ------------------------------------------------------------------------------
-
-def human_bytes(n):
-    """Device bytes in binary units: 0, 256 B, 12.0 KiB, 545.0 MiB, 1.29 GiB."""
-    try:
-        n = int(n)
-    except (TypeError, ValueError):
-        return "?"
-    if n == 0:
-        return "0"
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 ** 2:
-        return f"{n / 1024:.1f} KiB"
-    if n < 1024 ** 3:
-        return f"{n / 1024 ** 2:.1f} MiB"
-    return f"{n / 1024 ** 3:.2f} GiB"
-
-
-def decimal_bytes(n):
-    """Bytes moved, in the counters' decimal units: 512 B, 4.10 kB, 66.1 MB, 1.13 GB."""
-    if n < 1e3:
-        return f"{n:.0f} B"
-    if n < 1e6:
-        return f"{n / 1e3:.2f} kB"
-    if n < 1e9:
-        return f"{n / 1e6:.1f} MB"
-    return f"{n / 1e9:.2f} GB"
-
-
-def flops_per_forward(r):
-    """FlashAttention's convention, halved for causal (the stages' tflops=): 2·B·H·S²·D."""
-    m = SHAPE_RE.match(r.get("shape", ""))
-    if not m:
-        return None
-    b, h, s, d = (int(x) for x in m.groups())
-    return 2.0 * b * h * s * s * d
-
-
-def traffic(r):
-    """DRAM bytes per forward (dram_read + dram_write of the summary line: the counter pass's
-    kernels plus the step's copies and memsets), or None without counters ("-", "off")."""
-    try:
-        t = float(int(r["dram_read"]) + int(r["dram_write"]))
-    except (KeyError, ValueError):
-        return None
-    return t if t > 0 else None
-
-
-def intensity(r):
-    """FLOP per DRAM byte of one forward, or None."""
-    f, t = flops_per_forward(r), traffic(r)
-    return f / t if f and t else None
-
+# ---- formatting (the units: benchlib's human_bytes, decimal_bytes, traffic, intensity) -------
 
 COLUMNS = ["stage", "idea", "GPU ops/step", "GPU µs/step", "host µs/call", "TFLOP/s",
            "% of peak", "tensor pipe %", "DRAM bytes/fwd", "FLOP/byte", "extra device memory", "rel. error"]
@@ -732,15 +687,18 @@ def run_stages(shape, outdir):
 
 def main(argv):
     global PREFLIGHT
-    ap = OneLineParser(prog="compare.py", description="Every stage at one shape: table, Markdown, SVG.")
+    ap = OneLineParser(prog="compare.py", description="Every stage at one shape: table, Markdown, SVG.",
+                       epilog=TENSOR_PIPE_HELP)
     sub = ap.add_subparsers(dest="mode", required=True)
-    r = sub.add_parser("run", help="run every built stage (needs a GPU), then render")
+    r = sub.add_parser("run", help="run every built stage (needs a GPU), then render",
+                       epilog=TENSOR_PIPE_HELP)
     r.add_argument("--shape", default=BLOG_SHAPE, help="BxHxSxD (default the blog's 8x16x1024x64)")
     r.add_argument("--outdir", default=os.path.join(ROOT, "traces"), help="default traces/")
     p = sub.add_parser("preflight", help="make compare's checks (ATTN_SANITIZE, shape, device); "
                        "the reason on stderr, exit 2")
     p.add_argument("--shape", default=BLOG_SHAPE, help="BxHxSxD (default the blog's 8x16x1024x64)")
-    g = sub.add_parser("render", help="render saved summary lines (no GPU needed)")
+    g = sub.add_parser("render", help="render saved summary lines (no GPU needed)",
+                       epilog=TENSOR_PIPE_HELP)
     g.add_argument("summary_file")
     g.add_argument("outdir")
     if argv[:1] == ["preflight"]:

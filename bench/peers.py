@@ -41,7 +41,6 @@ Exit status as above; 1 also when a peer fails its check. --sweep takes --out, -
 --system-cudnn, --list, --from; not --shapes. --list and --from run nothing and take neither
 --out nor --json (--from: nor --system-cudnn); --from's file must be a saved sweep (exit 2).
 """
-import argparse
 import contextlib
 import json
 import math
@@ -52,7 +51,8 @@ import sys
 import time
 
 import sweep
-from benchlib import ROOT, SHAPE_RE, file_problem, sanitize_env_problem, shape_flag_problem
+from benchlib import (ROOT, SHAPE_RE, file_problem, one_line_parser, sanitize_env_problem,
+                      shape_flag_problem)
 
 SHAPES = "8x16x1024x64,4x16x2048x64,2x16x4096x128"
 PAIRS = [("01_naive", "naive"), ("02_inplace", "naive-inplace"), ("03_math", "SDPA math"),
@@ -72,11 +72,8 @@ def die(msg):
     sys.exit(2)
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """argparse with its errors on one line ("peers: ...", exit 2) instead of usage + error."""
-
-    def error(self, message):
-        die(f"{message} (bench/peers.py --help)")
+# argparse with its errors on one line ("peers: ...", exit 2) instead of usage + error.
+OneLineParser = one_line_parser(die, "bench/peers.py --help")
 
 
 def flops(b, h, s, d):
