@@ -5,6 +5,10 @@
 #   bash bench/reference_runs.sh [--part all|stages|shapes|peers|collect] [OUTDIR]
 #   bash bench/reference_runs.sh --install OUTDIR      (anywhere: OUTDIR -> docs/h200/, render)
 #
+# A relative OUTDIR is taken from the directory the script is called from; the default,
+# build/reference, is the repository's. --install copies the run's outputs, traces, stderr files
+# and results.txt into docs/h200/, removes the NN_x.txt, .json and .err files there that the run
+# does not have (a stderr file of an earlier run, a rung no longer run), then renders the pages.
 # OUTDIR (default build/reference) receives:
 #   run.txt                the `run` line: date, GPU, driver, CUDA, nvcc, cuDNN, PyTorch versions
 #   NN_x.txt, NN_x.json    every stage at the blog's shape 8x16x1024x64: the full printed output
@@ -20,17 +24,29 @@
 # Exit status: 0; 1 when a run failed or a trace is too large; 2 on bad arguments or no GPU
 # (one line on stderr).
 set -uo pipefail
+caller=$PWD
 cd "$(dirname "$0")/.." || exit 2
+# abs PATH: PATH as the caller named it (relative to the caller's directory), made absolute.
+abs() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$caller/$1" ;; esac; }
 BLOG=8x16x1024x64
 SHAPES="8x16x1024x64 4x16x2048x64 2x16x4096x128"
 TRACE_MAX_BYTES=$((4 * 1024 * 1024))
 part=all
 if [ "${1:-}" = --install ]; then
-    src=${2:?usage: bench/reference_runs.sh --install OUTDIR}
-    [ -f "$src/results.txt" ] || { echo "reference_runs: $src/results.txt is missing (run the parts first)" >&2; exit 2; }
-    mkdir -p docs/h200
+    [ $# -eq 2 ] && [ -n "$2" ] || { echo "reference_runs: usage: bash bench/reference_runs.sh --install OUTDIR" >&2; exit 2; }
+    src=$(abs "$2")
+    [ -f "$src/results.txt" ] || { echo "reference_runs: $2/results.txt is missing (run the parts first)" >&2; exit 2; }
+    mkdir -p docs/h200 || exit 1
     cp "$src"/[0-9][0-9]_*.txt "$src"/[0-9][0-9]_*.json "$src/results.txt" docs/h200/ || exit 1
-    cp "$src"/[0-9][0-9]_*.err docs/h200/ 2>/dev/null
+    for f in "$src"/[0-9][0-9]_*.err; do
+        [ -e "$f" ] || continue
+        cp "$f" docs/h200/ || exit 1
+    done
+    # what the run does not have goes: an earlier run's stderr file, a rung no longer run
+    for f in docs/h200/[0-9][0-9]_*.txt docs/h200/[0-9][0-9]_*.json docs/h200/[0-9][0-9]_*.err; do
+        [ -e "$f" ] || continue
+        [ -e "$src/${f##*/}" ] || rm -f "$f" || exit 1
+    done
     python3 bench/render.py
     exit $?
 fi
@@ -42,8 +58,8 @@ case "$part" in
     all|stages|shapes|peers|collect) ;;
     *) echo "reference_runs: --part '$part': expected all, stages, shapes, peers or collect" >&2; exit 2 ;;
 esac
-out=${1:-build/reference}
 [ $# -le 1 ] || { echo "reference_runs: one OUTDIR expected, got: $*" >&2; exit 2; }
+if [ -n "${1:-}" ]; then out=$(abs "$1"); else out=build/reference; fi
 mkdir -p "$out/shapes" || exit 2
 failed=0
 

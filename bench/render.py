@@ -27,18 +27,20 @@ A marker whose text starts with a newline is a block (a table, on lines of its o
 single line is a value inside prose. `--check` rewrites nothing: it names every marker whose
 text differs from the file's numbers and exits 1 (0 when all agree). `collect` reads the
 outputs of bench/reference_runs.sh (RUNDIR/NN_x.txt, RUNDIR/shapes/*.txt, RUNDIR/peers.md,
-RUNDIR/run.txt) and writes RUNDIR/results.txt. Bad input (a missing file, a marker that names
-a stage, shape or field the results file lacks, an unknown kind): one line on stderr, exit 2.
-Python 3 standard library only.
+RUNDIR/run.txt) and writes RUNDIR/results.txt. Bad input (a missing or unreadable file, a page or
+RUNDIR/results.txt that cannot be written, a result or peers line whose shape is not BxHxSxD or
+a peers line without its numbers, a marker that names a stage, shape or field the results file
+lacks, an unknown kind, a flag argparse refuses): one line on stderr, exit 2. The table units
+are bench/compare.py's (benchlib.py). Python 3 standard library only.
 """
-import argparse
 import glob
 import os
 import re
 import shlex
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, SHAPE_RE, decimal_bytes, human_bytes, intensity, one_line_parser, traffic
+
 RESULTS = os.path.join("docs", "h200", "results.txt")
 MARKER = re.compile(r"<!-- results:([^>]*?) -->(.*?)<!-- end -->", re.S)
 SHAPES = ["8x16x1024x64", "4x16x2048x64", "2x16x4096x128"]
@@ -47,8 +49,43 @@ PEER_NAMES = {"naive": "naive module", "naive-inplace": "naive, `masked_fill_`",
               "SDPA flash": "SDPA flash (FlashAttention-2)", "SDPA cuDNN": "SDPA cuDNN"}
 
 
+PEERS_FIELDS = ("peer", "ours_us", "peer_us", "ratio")   # what the peers table prints
+
+
 class Bad(Exception):
     """Bad input: main prints it on one line and exits 2."""
+
+
+def die(msg):
+    """Bad input: one line on stderr, exit 2."""
+    print(f"render: {' '.join(str(msg).split())}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+# argparse with its errors on one line ("render: ...", exit 2) instead of usage + error.
+OneLineParser = one_line_parser(die, "bench/render.py --help")
+
+
+def read_text(path, errors="strict"):
+    """The text of PATH; an unreadable file (missing, a directory, not UTF-8) is Bad."""
+    try:
+        with open(path, encoding="utf-8", errors=errors) as f:
+            return f.read()
+    except OSError as e:
+        raise Bad(f"cannot read {path}: {e.strerror or e}")
+    except UnicodeDecodeError:
+        raise Bad(f"cannot read {path}: not a UTF-8 text file")
+    except ValueError as e:          # a NUL in the path
+        raise Bad(f"cannot read {path!r}: {e}")
+
+
+def write_text(path, text):
+    """TEXT into PATH; a failure (a directory there, permissions, disk full) is Bad."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise Bad(f"cannot write {path}: {e.strerror or e}")
 
 
 # ---- the results file ------------------------------------------------------------------------
@@ -68,11 +105,7 @@ def load(path):
 
     Each result and peers line gets its run's id in its 'run' field ('' for a lone run line
     without an id)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise Bad(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
+    lines = read_text(path).splitlines()
     res = {"runs": {}, "result": {}, "peers": {}}
     where = {}                                    # (kind, stage, shape) or run id -> line number
     for n, line in enumerate(lines, 1):
@@ -89,6 +122,11 @@ def load(path):
                 raise Bad(f"{path}:{n}: a second run line with id={rid!r} (line {where[rid]} has it)")
             res["runs"][rid], where[rid] = f, n
         elif "stage" in f and "shape" in f:
+            if not SHAPE_RE.match(f["shape"]):
+                raise Bad(f"{path}:{n}: shape={f['shape'][:40]} is not BxHxSxD with positive integers")
+            missing = [x for x in PEERS_FIELDS if x not in f] if kind == "peers" else []
+            if missing:
+                raise Bad(f"{path}:{n}: a peers line needs {'=, '.join(missing)}=")
             key = (kind, f["stage"], f["shape"])
             if key in where:
                 raise Bad(f"{path}:{n}: a second {kind} line for {f['stage']} at {f['shape']} "
@@ -118,42 +156,18 @@ def load(path):
     return res
 
 
-# ---- formatting (the units of bench/compare.py) ----------------------------------------------
-
-def human_bytes(n):
-    n = int(n)
-    if n == 0:
-        return "0"
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 ** 2:
-        return f"{n / 1024:.1f} KiB"
-    if n < 1024 ** 3:
-        return f"{n / 1024 ** 2:.1f} MiB"
-    return f"{n / 1024 ** 3:.2f} GiB"
-
-
-def decimal_bytes(n):
-    if n < 1e3:
-        return f"{n:.0f} B"
-    if n < 1e6:
-        return f"{n / 1e3:.2f} kB"
-    if n < 1e9:
-        return f"{n / 1e6:.1f} MB"
-    return f"{n / 1e9:.2f} GB"
-
+# ---- formatting (the units of bench/compare.py: benchlib.py) ---------------------------------
 
 def dram(r):
     """(DRAM bytes per forward, FLOP per byte) as the table prints them, or ('-', '-')."""
-    try:
-        total = float(int(r["dram_read"]) + int(r["dram_write"]))
-    except (KeyError, ValueError):
-        total = None
+    total, ai = traffic(r), intensity(r)
     if total:
-        b, h, s, d = (int(x) for x in r["shape"].split("x"))
-        return decimal_bytes(total), f"{2.0 * b * h * s * s * d / total:.1f}"
+        return decimal_bytes(total), f"{ai:.1f}" if ai else "-"
     if "dram_total" in r:         # a line rebuilt from a printed table: its two columns
-        return decimal_bytes(float(r["dram_total"])), r.get("flop_per_byte", "-")
+        try:
+            return decimal_bytes(float(r["dram_total"])), r.get("flop_per_byte", "-")
+        except ValueError:
+            raise Bad(f"dram_total={r['dram_total'][:40]} is not a number")
     return "-", "-"
 
 
@@ -267,6 +281,8 @@ def value(res, args, kind):
 
 def rendered(res, spec):
     """The text a marker's spec stands for: a list of lines (block) or a string (value)."""
+    if not spec.split():
+        raise Bad("a marker names no kind (compare, peers, run, value, peer)")
     kind, *args = spec.split()
     if kind == "compare":
         return compare_table(res, args[0] if args else SHAPES[0])
@@ -314,18 +330,20 @@ def render_text(text, res, where):
 
 
 def render_all(root, results, check):
+    """(markers, [the markers that differ]); unless check, the pages that differ rewritten, once
+    every page has rendered (bad input in any page: nothing is rewritten)."""
     res = load(results)
-    differ, count = [], 0
+    differ, count, rewrite = [], 0, []
     for path in pages(root):
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(path)
         where = os.path.relpath(path, root)
         new, changed = render_text(text, res, where)
         count += len(MARKER.findall(text))
         differ += changed
-        if changed and not check:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(new)
+        if changed:
+            rewrite.append((path, new))
+    for path, new in rewrite if not check else []:
+        write_text(path, new)
     return count, differ
 
 
@@ -336,8 +354,7 @@ PEERS_ROW = re.compile(r"^\| (\d\d_\w+) \| ([^|]+?) \| ([0-9.]+|-) \| ([0-9.]+|-
 
 
 def last_result(path):
-    with open(path, encoding="utf-8", errors="replace") as f:
-        lines = [x for x in f.read().splitlines() if x.startswith("result ")]
+    lines = [x for x in read_text(path, errors="replace").splitlines() if x.startswith("result ")]
     return lines[-1] if lines else None
 
 
@@ -347,8 +364,8 @@ def collect(rundir):
         if not os.path.isfile(p):
             raise Bad(f"{p} is missing (bench/reference_runs.sh writes it)")
         return p
-    with open(need(os.path.join(rundir, "run.txt")), encoding="utf-8") as f:
-        run = [x for x in f.read().splitlines() if x.startswith("run ")]
+    run = [x for x in read_text(need(os.path.join(rundir, "run.txt"))).splitlines()
+           if x.startswith("run ")]
     if not run:
         raise Bad(f"{rundir}/run.txt holds no run line")
     out = ["# docs/h200/results.txt: the measured run that every number table of the course is "
@@ -362,19 +379,17 @@ def collect(rundir):
         if line:
             out.append(line)
     shape = None
-    with open(need(os.path.join(rundir, "peers.md")), encoding="utf-8") as f:
-        for line in f.read().splitlines():
-            if line.startswith("## "):
-                shape = line[3:].strip()
-            m = PEERS_ROW.match(line)
-            if m and shape:
-                stage, peer, ours, theirs, ratio, ocpu, pcpu = m.groups()
-                out.append(f"peers shape={shape} stage={stage} peer={shlex.quote(peer)} "
-                           f"ours_us={ours} peer_us={theirs} ratio={ratio} ours_cpu_us={ocpu} "
-                           f"peer_cpu_us={pcpu}")
+    for line in read_text(need(os.path.join(rundir, "peers.md"))).splitlines():
+        if line.startswith("## "):
+            shape = line[3:].strip()
+        m = PEERS_ROW.match(line)
+        if m and shape:
+            stage, peer, ours, theirs, ratio, ocpu, pcpu = m.groups()
+            out.append(f"peers shape={shape} stage={stage} peer={shlex.quote(peer)} "
+                       f"ours_us={ours} peer_us={theirs} ratio={ratio} ours_cpu_us={ocpu} "
+                       f"peer_cpu_us={pcpu}")
     path = os.path.join(rundir, "results.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(out) + "\n")
+    write_text(path, "\n".join(out) + "\n")
     print(f"render: wrote {path} ({len(out) - 3} lines)")
 
 
@@ -384,7 +399,7 @@ def main(argv):
             raise Bad("usage: bench/render.py collect RUNDIR")
         collect(argv[1])
         return 0
-    ap = argparse.ArgumentParser(prog="render.py", description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="render.py", description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="name the tables that differ; exit 1")
     ap.add_argument("--results", default=None, help=f"default ROOT/{RESULTS}")
     ap.add_argument("--root", default=ROOT, help="the course's top directory")
@@ -406,5 +421,4 @@ if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
     except Bad as e:
-        print(f"render: {' '.join(str(e).split())}", file=sys.stderr)
-        sys.exit(2)
+        die(e)

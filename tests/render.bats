@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # CPU-only: bench/render.py renders every number table of the course (README.md, the chapters,
 # docs/*.md) from docs/h200/results.txt; --check fails when a rendered table differs from it.
+bats_require_minimum_version 1.5.0
 load helpers
 
 # copy_course DIR: the Markdown pages and the results file, as render.py finds them under a root.
@@ -186,6 +187,145 @@ bad_results() {
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
     [ ! -e "$BATS_TEST_TMPDIR/a" ]
+}
+
+# render_bad ARGS...: bench/render.py ARGS, stdout in $output, stderr in $stderr.
+render_bad() {
+    run --separate-stderr python3 "$ROOT/bench/render.py" "$@"
+    echo "$stderr"
+}
+
+@test "render: argparse errors are one line (not usage + error), exit 2" {
+    render_bad --bogus
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "render: unrecognized arguments: --bogus (bench/render.py --help)" ]
+    render_bad --results
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "render: argument --results: expected one argument (bench/render.py --help)" ]
+}
+
+@test "render: a result line whose shape is not BxHxSxD, a peers line without its numbers: one line, exit 2" {
+    bad_results 's/^\(result run=stages stage=05_flash \)shape=8x16x1024x64 /\1shape=8x16 /'
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" =~ ^render:\ .*/docs/h200/results\.txt:[0-9]+:\ shape=8x16\ is\ not\ BxHxSxD\ with\ positive\ integers$ ]]
+    bad_results 's/^\(peers run=peers shape=8x16x1024x64 stage=05_flash .*\) ratio=[0-9.]*/\1/'
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" =~ ^render:\ .*/docs/h200/results\.txt:[0-9]+:\ a\ peers\ line\ needs\ ratio=$ ]]
+}
+
+@test "render: a page that is not UTF-8, a marker that names no kind: one line, exit 2, nothing rewritten" {
+    copy_course "$BATS_TEST_TMPDIR/c"
+    # a changed number: the pages before the bad one (docs/results.md) would be rewritten
+    sed -i 's/^\(result run=stages stage=05_flash shape=8x16x1024x64 .*\)gpu_us=[0-9.]*/\1gpu_us=12.3/' \
+        "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
+    printf '\377\376' > "$BATS_TEST_TMPDIR/c/docs/zz.md"
+    render_bad --root "$BATS_TEST_TMPDIR/c"
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "render: cannot read $BATS_TEST_TMPDIR/c/docs/zz.md: not a UTF-8 text file" ]
+    cmp "$ROOT/docs/results.md" "$BATS_TEST_TMPDIR/c/docs/results.md"
+    printf '%s\n' 'x <!-- results: --><!-- end -->' > "$BATS_TEST_TMPDIR/c/docs/zz.md"
+    render_bad --root "$BATS_TEST_TMPDIR/c"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "render: docs/zz.md: <!-- results: -->: a marker names no kind (compare, peers, run, value, peer)" ]
+    cmp "$ROOT/docs/results.md" "$BATS_TEST_TMPDIR/c/docs/results.md"
+}
+
+@test "render collect: a run.txt that is not UTF-8, a results.txt that cannot be written: one line, exit 2" {
+    d="$BATS_TEST_TMPDIR/run"
+    mkdir -p "$d/shapes"
+    printf '\377\n' > "$d/run.txt"
+    printf 'result stage=05_flash shape=8x16x1024x64 gpu_us=70.1 check=PASS\n' > "$d/shapes/05_flash_8x16x1024x64.txt"
+    printf '## 8x16x1024x64\n' > "$d/peers.md"
+    render_bad collect "$d"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "render: cannot read $d/run.txt: not a UTF-8 text file" ]
+    echo 'run date=2027-01-02' > "$d/run.txt"
+    mkdir "$d/results.txt"
+    render_bad collect "$d"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "render: cannot write $d/results.txt: Is a directory" ]
+}
+
+# collect_run DIR: the inputs of bench/render.py collect (a run line, one stage output, peers.md).
+collect_run() {
+    mkdir -p "$1/shapes"
+    echo 'run date=2027-01-02 gpu="NVIDIA H200" driver=1 cuda=13.0' > "$1/run.txt"
+    printf 'result stage=05_flash shape=8x16x1024x64 gpu_us=70.1 check=PASS\n' > "$1/shapes/05_flash_8x16x1024x64.txt"
+    printf '## 8x16x1024x64\n' > "$1/peers.md"
+}
+
+@test "reference_runs.sh: a relative OUTDIR is the caller's, not the repository's" {
+    local name=reference_runs_relative_outdir
+    mkdir -p "$BATS_TEST_TMPDIR/caller"
+    collect_run "$BATS_TEST_TMPDIR/caller/$name"
+    cd "$BATS_TEST_TMPDIR/caller"
+    run bash "$ROOT/bench/reference_runs.sh" --part collect "$name"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^result stage=05_flash shape=8x16x1024x64 gpu_us=70.1 check=PASS$' "$BATS_TEST_TMPDIR/caller/$name/results.txt")" -eq 1 ]
+    [ ! -e "$ROOT/$name" ]
+}
+
+# install_tree DIR: what bench/reference_runs.sh --install needs of a repository (the script,
+# bench/render.py and its benchlib.py, one page with a marker), with an earlier run in docs/h200/.
+install_tree() {
+    mkdir -p "$1/bench" "$1/docs/h200"
+    cp "$ROOT/bench/reference_runs.sh" "$ROOT/bench/render.py" "$ROOT/bench/benchlib.py" "$1/bench/"
+    printf '%s\n' '05 takes <!-- results:value 05_flash 8x16x1024x64 gpu_us -->1.0<!-- end --> us.' > "$1/README.md"
+    echo old > "$1/docs/h200/05_flash.txt"
+    echo old > "$1/docs/h200/05_flash.err"
+    echo old > "$1/docs/h200/07_hopper_rung5.txt"
+    echo old > "$1/docs/h200/07_hopper_rung5.json"
+}
+
+@test "reference_runs.sh --install: a relative OUTDIR from the caller; the earlier run's .err and rungs go" {
+    install_tree "$BATS_TEST_TMPDIR/repo"
+    mkdir -p "$BATS_TEST_TMPDIR/caller/run"
+    printf 'run date=2027-01-02 gpu="NVIDIA H200"\nresult stage=05_flash shape=8x16x1024x64 gpu_us=70.1 check=PASS\n' \
+        > "$BATS_TEST_TMPDIR/caller/run/results.txt"
+    echo new > "$BATS_TEST_TMPDIR/caller/run/05_flash.txt"
+    echo '{}' > "$BATS_TEST_TMPDIR/caller/run/05_flash.json"
+    cd "$BATS_TEST_TMPDIR/caller"
+    run bash "$BATS_TEST_TMPDIR/repo/bench/reference_runs.sh" --install run
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(cat "$BATS_TEST_TMPDIR/repo/docs/h200/05_flash.txt")" = new ]
+    [ -s "$BATS_TEST_TMPDIR/repo/docs/h200/05_flash.json" ]
+    cmp "$BATS_TEST_TMPDIR/caller/run/results.txt" "$BATS_TEST_TMPDIR/repo/docs/h200/results.txt"
+    [ ! -e "$BATS_TEST_TMPDIR/repo/docs/h200/05_flash.err" ]
+    [ ! -e "$BATS_TEST_TMPDIR/repo/docs/h200/07_hopper_rung5.txt" ]
+    [ ! -e "$BATS_TEST_TMPDIR/repo/docs/h200/07_hopper_rung5.json" ]
+    grep -qxF '05 takes <!-- results:value 05_flash 8x16x1024x64 gpu_us -->70.1<!-- end --> us.' "$BATS_TEST_TMPDIR/repo/README.md"
+}
+
+@test "reference_runs.sh --install: a stderr file of this run is installed with it" {
+    install_tree "$BATS_TEST_TMPDIR/repo"
+    d="$BATS_TEST_TMPDIR/run"
+    mkdir -p "$d"
+    printf 'run date=2027-01-02\nresult stage=05_flash shape=8x16x1024x64 gpu_us=70.1 check=PASS\n' > "$d/results.txt"
+    echo new > "$d/05_flash.txt"
+    echo '{}' > "$d/05_flash.json"
+    echo 'note: new' > "$d/05_flash.err"
+    run bash "$BATS_TEST_TMPDIR/repo/bench/reference_runs.sh" --install "$d"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(cat "$BATS_TEST_TMPDIR/repo/docs/h200/05_flash.err")" = "note: new" ]
+}
+
+@test "reference_runs.sh --install without an OUTDIR, or one without results.txt: one line, exit 2" {
+    install_tree "$BATS_TEST_TMPDIR/repo"
+    run bash "$BATS_TEST_TMPDIR/repo/bench/reference_runs.sh" --install
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [ "$output" = "reference_runs: usage: bash bench/reference_runs.sh --install OUTDIR" ]
+    cd "$BATS_TEST_TMPDIR"
+    run bash "$BATS_TEST_TMPDIR/repo/bench/reference_runs.sh" --install nothing
+    [ "$status" -eq 2 ]
+    [ "$output" = "reference_runs: nothing/results.txt is missing (run the parts first)" ]
+    [ "$(cat "$BATS_TEST_TMPDIR/repo/docs/h200/05_flash.err")" = old ]
 }
 
 @test "perf-notes: the current numbers are the rendered run, course and peers tables; every other entry is dated" {
