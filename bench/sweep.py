@@ -26,6 +26,8 @@ Python 3 standard library only.
 import json
 import math
 
+from benchlib import SHAPE_RE
+
 # (batch, heads, seq, head_dim), in the order they run; why each is there, for the listing.
 GRID = [
     ((1, 1, 512, 64), "one head, short: launch and host cost"),
@@ -142,17 +144,39 @@ def results_problem(doc):
     for i, r in enumerate(shapes):
         if not isinstance(r, dict) or not isinstance(r.get("shape"), str):
             return f"shapes[{i}]: no \"shape\""
+        if not SHAPE_RE.match(r["shape"]) or not positive_number(shape_flops(r["shape"])):
+            return f"shapes[{i}]: shape {r['shape'][:40]!r} is not BxHxSxD with positive integers"
         for side in SIDES:
             e = r.get(side)
             if not isinstance(e, dict):
                 return f"{r['shape']}: no \"{side}\" entry"
             us = e.get("gpu_us")
-            if us is not None and (isinstance(us, bool) or not isinstance(us, (int, float))
-                                   or not us > 0 or math.isinf(us)):
-                return f"{r['shape']}: {side}: gpu_us {us!r} is not a positive number"
+            if us is not None and not positive_number(us):
+                return f"{r['shape']}: {side}: gpu_us {repr(us)[:40]} is not a positive number"
             if us is not None and e.get("check") not in ("PASS", "FAIL"):
                 return f"{r['shape']}: {side}: check {e.get('check')!r} is not PASS or FAIL"
     return None
+
+
+def shape_flops(text):
+    """flops() of a BxHxSxD text, or None where it is not one or its FLOPs overflow a float."""
+    m = SHAPE_RE.match(text)
+    try:
+        return flops(*(int(x) for x in m.groups())) if m else None
+    except OverflowError:
+        return None
+
+
+def positive_number(x):
+    """True for a JSON number that is a finite float > 0 (not a bool, NaN, inf, or an integer too
+    large for a float)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        v = float(x)
+    except OverflowError:
+        return False
+    return v > 0 and not math.isinf(v)
 
 
 def load(path):
@@ -162,8 +186,10 @@ def load(path):
             doc = json.load(f)
     except OSError as e:
         return None, f"cannot read {path}: {e.strerror or e}"
-    except ValueError as e:
+    except ValueError as e:          # not JSON, not UTF-8, a NUL in the path
         return None, f"{path}: not JSON ({e})"
+    except RecursionError:
+        return None, f"{path}: not JSON (nested too deeply)"
     problem = results_problem(doc)
     return (None, f"{path}: {problem}") if problem else (doc, None)
 

@@ -283,6 +283,34 @@ grid_shapes() {
     [ ! -e "$BATS_TEST_TMPDIR/imported" ]
 }
 
+@test "peers --sweep --from: a shape not BxHxSxD, a gpu_us too large for a float, JSON nested too deeply: one line, exit 2" {
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][1]["shape"]="1x1x4096"; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/shape.json"
+    peers_bad --sweep --from "$BATS_TEST_TMPDIR/shape.json"
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "peers: --from $BATS_TEST_TMPDIR/shape.json: shapes[1]: shape '1x1x4096' is not BxHxSxD with positive integers" ]
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["shape"]="1x1x4096x"+"9"*400; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/flops.json"
+    peers_bad --sweep --from "$BATS_TEST_TMPDIR/flops.json"
+    [ "$status" -eq 2 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "peers: --from $BATS_TEST_TMPDIR/flops.json: shapes[0]: shape '1x1x4096x999"*"' is not BxHxSxD with positive integers" ]]
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["07_hopper"]["gpu_us"]=10**400; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/big.json"
+    peers_bad --sweep --from "$BATS_TEST_TMPDIR/big.json"
+    [ "$status" -eq 2 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "peers: --from $BATS_TEST_TMPDIR/big.json: 8x16x1024x64: 07_hopper: gpu_us 1000"*" is not a positive number" ]]
+    python3 -c 'import sys; n = 100000; open(sys.argv[1], "w").write("{\"format\": \"peers-sweep 1\", \"shapes\": " + "[" * n + "]" * n + "}")' "$BATS_TEST_TMPDIR/deep.json"
+    peers_bad --sweep --from "$BATS_TEST_TMPDIR/deep.json"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "peers: --from $BATS_TEST_TMPDIR/deep.json: not JSON (nested too deeply)" ]
+    printf '\377\376' > "$BATS_TEST_TMPDIR/binary.json"
+    peers_bad --sweep --from "$BATS_TEST_TMPDIR/binary.json"
+    [ "$status" -eq 2 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "peers: --from $BATS_TEST_TMPDIR/binary.json: not JSON ("* ]]
+    [ ! -e "$BATS_TEST_TMPDIR/imported" ]
+}
+
 # The fake result set (tests/data/peers_sweep_fake.json, made up): 07/cuDNN 0.5, 2.0, 0.9; at the
 # third shape 06_cudnn did not run and SDPA flash failed its check, so only two shapes count there.
 @test "peers --sweep --from: each shape's line, from a saved (made-up) result set" {
