@@ -19,17 +19,18 @@ The summary file holds, per rung, in this order (other lines are ignored):
     its summary line                              "result stage=07_hopper ..."
   or, for a rung that refused the shape:
     unsupported rung=N message=ONE LINE
-Exit status: 0; 1 when a rung failed; 2 on bad input or no GPU (one line on stderr).
-Python 3 standard library only.
+Exit status: 0; 1 when a rung failed; 2 on bad input (a flag argparse refuses, a --shape the
+stage refuses, an OUTDIR that cannot be created or written, a SUMMARY_FILE that cannot be read or
+whose summary line has no BxHxSxD shape) or no GPU: one line on stderr, nothing written; `run`
+reports bad input before any rung runs. Python 3 standard library only.
 """
-import argparse
 import os
 import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)\Z")
+from benchlib import ROOT, SHAPE_RE, dir_problem, one_line_parser
+
 BLOG_SHAPE = "8x16x1024x64"
 RUN = os.path.join(ROOT, "07_hopper", "run")
 HELP_RUNG_RE = re.compile(r"^\s+([1-9])\s+(\S.*?)\s{2,}([0-9, ]+)$")
@@ -38,11 +39,37 @@ DETAILS_RE = re.compile(r"^\s+(flash3_\w+)\(flash3_params\): .*?(\d+) registers/
 ACHIEVED_RE = re.compile(r"achieved occupancy (\S+)")
 TENSOR_RE = re.compile(r"tensor pipe (\S+) active")
 GMMA_RE = re.compile(r"([0-9,]+) GMMA")
+RUNG_TIMEOUT_S = 600
 
 
 def die(msg, code=2):
-    print(f"ladder: {' '.join(msg.split())}", file=sys.stderr, flush=True)
+    """One line on stderr, then exit (2: bad input or no device)."""
+    print(f"ladder: {' '.join(str(msg).split())}", file=sys.stderr, flush=True)
     sys.exit(code)
+
+
+# argparse with its errors on one line ("ladder: ...", exit 2) instead of usage + error.
+OneLineParser = one_line_parser(die, "bench/ladder.py --help")
+
+
+def write_file(path, text):
+    """TEXT into PATH; a failure (disk full, permissions) is one line, exit 2."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        die(f"cannot write {path}: {e.strerror or e}")
+
+
+def make_outdir(outdir, what):
+    """OUTDIR checked (benchlib.dir_problem) and created; a problem is one line, exit 2."""
+    problem = dir_problem(outdir, what)
+    if problem:
+        die(problem)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        die(f"cannot create {outdir}: {e.strerror or e}")
 
 
 def fields(line):
@@ -100,16 +127,19 @@ def table(rows):
 
 
 def render(lines, outdir):
+    """Print the table; write OUTDIR/ladder_<shape>.md when a rung has a summary line."""
     rows = parse(lines)
     if not rows:
         die("no rung lines ('rung N IDEA') to render")
     shape = next((r["shape"] for r in rows if "shape" in r), None)
-    text = table(rows)
-    sys.stdout.write(text)
+    if shape is not None and not SHAPE_RE.match(shape):
+        die(f"a summary line's shape={shape[:40]} is not BxHxSxD with positive integers")
     if shape:
-        os.makedirs(outdir, exist_ok=True)
-        with open(os.path.join(outdir, f"ladder_{shape}.md"), "w", encoding="utf-8") as f:
-            f.write(text)
+        make_outdir(outdir, "OUTDIR")
+    text = table(rows)
+    if shape:
+        write_file(os.path.join(outdir, f"ladder_{shape}.md"), text)
+    sys.stdout.write(text)
 
 
 def rungs():
@@ -118,6 +148,8 @@ def rungs():
         p = subprocess.run([RUN, "--help"], capture_output=True, text=True, timeout=30)
     except OSError:
         die(f"{RUN} is not built (make 07_hopper)")
+    except subprocess.TimeoutExpired:
+        die("./07_hopper/run --help did not answer in 30 s")
     found = [(m.group(1), m.group(2)) for m in map(HELP_RUNG_RE.match, p.stdout.splitlines()) if m]
     if not found:
         die("./07_hopper/run --help lists no rungs")
@@ -127,6 +159,9 @@ def rungs():
 def run(shape, outdir):
     if not SHAPE_RE.match(shape):
         die(f"--shape {shape!r} is not BxHxSxD with positive integers (e.g. {BLOG_SHAPE})")
+    problem = dir_problem(outdir, "--outdir")
+    if problem:
+        die(problem)
     b, h, s, d = SHAPE_RE.match(shape).groups()
     # the stage's own input check first (no device needed): a shape no rung runs is refused
     # with the stage's one line, before anything runs or is written
@@ -135,6 +170,8 @@ def run(shape, outdir):
                             "--head-dim", d], cwd=ROOT, capture_output=True, text=True, timeout=30)
     except OSError:
         die(f"{RUN} is not built (make 07_hopper)")
+    except subprocess.TimeoutExpired:
+        die("./07_hopper/run --validate did not answer in 30 s")
     if v.returncode != 0:
         err = [x for x in v.stderr.splitlines() if x.strip()]
         die(err[-1] if err else f"./07_hopper/run --validate exited {v.returncode}")
@@ -143,32 +180,34 @@ def run(shape, outdir):
         lines.append(f"rung {n} {idea}")
         cmd = [RUN, "--rung", n, "--batch", b, "--heads", h, "--seq", s, "--head-dim", d,
                "--trace", "none"]
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
-        err = [x for x in p.stderr.splitlines() if x.strip()]
-        if p.returncode == 2:
+        try:
+            p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=RUNG_TIMEOUT_S)
+            rc, out, err = p.returncode, p.stdout, [x for x in p.stderr.splitlines() if x.strip()]
+        except subprocess.TimeoutExpired:
+            rc, out, err = 124, "", [f"timed out after {RUNG_TIMEOUT_S} s"]
+        if rc == 2:
             msg = err[-1] if err else "(no message)"
             if msg.startswith("no CUDA device"):
                 die(msg)
             lines.append(f"unsupported rung={n} message={msg}")
             continue
-        keep = [x for x in p.stdout.splitlines()
+        keep = [x for x in out.splitlines()
                 if DETAILS_RE.match(x) or x.lstrip().startswith("counters") or x.startswith("result ")]
         lines.extend(keep)
-        if p.returncode != 0:
+        if rc != 0:
             failed = True
-            print(f"ladder: rung {n} failed (exit {p.returncode}): {err[-1] if err else ''}",
+            print(f"ladder: rung {n} failed (exit {rc}): {err[-1] if err else ''}",
                   file=sys.stderr)
     if not any(x.startswith("result ") for x in lines):
         die(f"no rung of ./07_hopper/run ran {shape}")
-    os.makedirs(outdir, exist_ok=True)
-    with open(os.path.join(outdir, f"ladder_{shape}.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+    make_outdir(outdir, "--outdir")
+    write_file(os.path.join(outdir, f"ladder_{shape}.txt"), "\n".join(lines) + "\n")
     render(lines, outdir)
     return 1 if failed else 0
 
 
 def main():
-    ap = argparse.ArgumentParser(prog="ladder")
+    ap = OneLineParser(prog="ladder.py", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--shape", default=BLOG_SHAPE)
@@ -182,8 +221,12 @@ def main():
     try:
         with open(a.summary, encoding="utf-8") as f:
             lines = f.readlines()
-    except (OSError, UnicodeDecodeError) as e:
-        die(f"{a.summary}: {e}")
+    except OSError as e:
+        die(f"cannot read {a.summary}: {e.strerror or e}")
+    except UnicodeDecodeError:
+        die(f"cannot read {a.summary}: not a UTF-8 text file (summary lines expected)")
+    except ValueError as e:   # a NUL in the path
+        die(f"cannot read {a.summary!r}: {e}")
     render(lines, a.outdir)
 
 
