@@ -2,7 +2,8 @@
 
 usage: trace_query.py PATH WHAT
 WHAT:
-  valid          exit 0 when the file is JSON with traceEvents, schemaVersion, deviceProperties
+  valid          exit 0 when the file is a JSON object with traceEvents (a list of objects),
+                 schemaVersion and deviceProperties; else exit 1 with the reason on stderr
   kernels        the name of every `kernel` event, one per line
   count CAT      the number of complete events (ph X) in category CAT
   ranges NAME    the number of host ranges (user_annotation or cpu_op) named NAME
@@ -17,7 +18,8 @@ WHAT:
   rank           distributedInfo's rank
   timeline-kernels  the name of every kernel event of the timeline pass, one per line
 Every query but timeline-kernels leaves out the timeline pass (the events whose args say
-step -2, the profiler's PROF_STEP_TIMELINE): the suites count the profiled steps.
+step -2, the profiler's PROF_STEP_TIMELINE): the suites count the profiled steps. A file that
+is not such a trace fails every query: exit 1, the reason on one line on stderr.
 """
 import re
 import json
@@ -27,15 +29,42 @@ import sys
 TIMELINE_STEP = -2
 
 
+def trace_problem(path):
+    """(doc, None) for a readable trace: a JSON object whose traceEvents is a list of objects
+    (each one's args, where set, an object), with schemaVersion and deviceProperties; else
+    (None, why)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        return None, f"cannot read {path}: {e.strerror or e}"
+    except (ValueError, RecursionError) as e:
+        return None, f"{path}: not JSON ({str(e)[:80]})"
+    if not isinstance(doc, dict):
+        return None, f"{path}: the top level is a {type(doc).__name__}, not an object"
+    ev = doc.get("traceEvents")
+    if not isinstance(ev, list):
+        return None, f"{path}: traceEvents is {'missing' if ev is None else 'a ' + type(ev).__name__}, not a list"
+    for i, e in enumerate(ev):
+        if not isinstance(e, dict):
+            return None, f"{path}: traceEvents[{i}] is a {type(e).__name__}, not an object"
+        if e.get("args") is not None and not isinstance(e["args"], dict):
+            return None, f"{path}: traceEvents[{i}].args is not an object"
+    for key in ("schemaVersion", "deviceProperties"):
+        if key not in doc:
+            return None, f"{path}: no {key}"
+    return doc, None
+
+
 def main():
     path, what = sys.argv[1], sys.argv[2]
-    with open(path) as f:
-        doc = json.load(f)
+    doc, problem = trace_problem(path)
+    if problem:
+        sys.exit(f"trace_query.py: {problem}")
+    if what == "valid":
+        sys.exit(0)
     ev_all = doc["traceEvents"]
     ev = [e for e in ev_all if (e.get("args") or {}).get("step") != TIMELINE_STEP]
-    if what == "valid":
-        ok = isinstance(ev, list) and "schemaVersion" in doc and "deviceProperties" in doc
-        sys.exit(0 if ok else 1)
     kernels = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "kernel"]
     if what == "kernels":
         for e in kernels:

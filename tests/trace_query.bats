@@ -1,0 +1,92 @@
+#!/usr/bin/env bats
+# CPU-only: tests/trace_query.py, the trace reader of the GPU suites. `valid` holds a trace to its
+# shape (a JSON object; traceEvents a list of objects; schemaVersion, deviceProperties) and fails,
+# exit 1 with one line, on anything else; so does every other query. The reference traces of
+# docs/h200/ are valid.
+bats_require_minimum_version 1.5.0
+load helpers
+
+# trace FILE JSON: FILE holds JSON.
+trace() {
+    printf '%s\n' "$2" > "$1"
+}
+
+# valid_of FILE: trace_query.py FILE valid; status in $status, the reason in $stderr.
+valid_of() {
+    run --separate-stderr python3 "$ROOT/tests/trace_query.py" "$1" valid
+    echo "$stderr"
+}
+
+@test "trace_query valid: a minimal trace of the right shape passes" {
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "args": {"step": 1}}, {"ph": "M", "args": null}]}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+}
+
+@test "trace_query valid: traceEvents an object, a string, missing: exit 1 with one line" {
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": {"ph": "X"}}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents is a dict, not a list" ]
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": "X"}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents is a str, not a list" ]
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": []}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents is missing, not a list" ]
+}
+
+@test "trace_query valid: an event that is not an object, args that are not an object: exit 1" {
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [{"ph": "X"}, 3]}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents[1] is a int, not an object" ]
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [{"ph": "X", "args": [1]}]}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents[0].args is not an object" ]
+}
+
+@test "trace_query valid: no schemaVersion, no deviceProperties, a list at the top: exit 1" {
+    trace "$BATS_TEST_TMPDIR/t.json" '{"deviceProperties": [], "traceEvents": []}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: no schemaVersion" ]
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "traceEvents": []}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: no deviceProperties" ]
+    trace "$BATS_TEST_TMPDIR/t.json" '[{"traceEvents": []}]'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: the top level is a list, not an object" ]
+}
+
+@test "trace_query valid: a file cut short, not there: exit 1 with one line" {
+    head -c 1000 "$ROOT/docs/h200/07_hopper.json" > "$BATS_TEST_TMPDIR/cut.json"
+    valid_of "$BATS_TEST_TMPDIR/cut.json"
+    [ "$status" -eq 1 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "trace_query.py: $BATS_TEST_TMPDIR/cut.json: not JSON ("* ]]
+    valid_of "$BATS_TEST_TMPDIR/none.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: cannot read $BATS_TEST_TMPDIR/none.json: No such file or directory" ]
+}
+
+@test "trace_query: every other query fails the same way on a bad trace (no traceback)" {
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": {"ph": "X"}}'
+    run --separate-stderr python3 "$ROOT/tests/trace_query.py" "$BATS_TEST_TMPDIR/t.json" kernels
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents is a dict, not a list" ]
+}
+
+@test "trace_query valid: every reference trace under docs/h200/ passes" {
+    for t in "$ROOT"/docs/h200/[0-9][0-9]_*.json; do
+        echo "$t"
+        trace_query "$t" valid
+    done
+}
