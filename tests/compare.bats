@@ -405,3 +405,30 @@ h200_summary() {
     [ "$(printf '%s\n' "$output" | grep -cE '^0[1-7]_[a-z]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+\.[0-9] +')" -eq 7 ]
     [ "$(printf '%s\n' "$output" | grep -c 'from the timeline' || true)" -eq 0 ]
 }
+
+# tp_of STAGE: the tensor pipe % column of STAGE's row in $output (the 7th field: stage, GPU
+# ops/step, GPU us, host us, TFLOP/s, % of peak, tensor pipe %).
+tp_of() {
+    printf '%s\n' "$output" | awk -v s="$1" '$1 == s { print $7 }'
+}
+
+# At `make compare`'s own shape, what the stages' code makes certain: 03_math runs both GEMMs as
+# FP32 SGEMM on the CUDA cores (cublasSgemmStridedBatched, default math mode: no TF32) and every
+# other kernel is elementwise, so its tensor pipe stays near 0; 01 and 02 run bf16 cuBLAS GEMMs on
+# the tensor cores for part of their time; 04-07 are one attention kernel (06: plus a memset) whose
+# two matmuls are mma.sync or wgmma. A number in the column is a mean of per-kernel percentages
+# that compare.py reads only within 0..100 (else "-").
+@test "compare run on the GPU at the blog's shape: a tensor pipe % per stage; 03 below 1, above it 01 and 02, above them 04-07" {
+    require_gpu
+    run --separate-stderr python3 "$ROOT/bench/compare.py" run --outdir "$BATS_TEST_TMPDIR/out"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^result stage=[0-9][0-9]_[a-z]* shape=8x16x1024x64 ' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]
+    [ "$(printf '%s\n' "$output" | awk '$1 ~ /^0[1-7]_[a-z]+$/ && $7 ~ /^[0-9]+\.[0-9]$/' | wc -l)" -eq 7 ]
+    [ "$(printf '%s\n' "$output" | grep -c 'from the timeline' || true)" -eq 0 ]
+    at_most "$(tp_of 03_math)" 1.0
+    at_most "$(tp_of 03_math) + 1.0" "$(tp_of 01_naive)"
+    at_most "$(tp_of 03_math) + 1.0" "$(tp_of 02_inplace)"
+    at_most "max($(tp_of 01_naive), $(tp_of 02_inplace), $(tp_of 03_math))" \
+            "min($(tp_of 04_efficient), $(tp_of 05_flash), $(tp_of 06_cudnn), $(tp_of 07_hopper))"
+}

@@ -12,6 +12,8 @@ WHAT:
   occupancy      the `est. achieved occupancy %` arg of every kernel event, one per line
   counter REGEX METRIC  METRIC's value in the kernel events whose name matches REGEX (one per
                  line; "-" where the kernel has no such arg)
+  step-counter METRIC  "name<TAB>value" of METRIC for every kernel event of the profiled steps
+                 (args step >= 1: not the set-up's), in trace order ("-" where it has no such arg)
   achieved       "name<TAB>achieved<TAB>theoretical" for every kernel with counters: the
                  measured sm__warps_active % and our theoretical occupancy %
   profiler-steps the names of the ProfilerStep ranges, one per line
@@ -87,6 +89,12 @@ def main():
         for e in kernels:
             if rx.search(e["name"]):
                 print(e["args"].get(metric, "-"))
+    elif what == "step-counter":
+        for e in kernels:
+            a = e.get("args") or {}
+            step = a.get("step")
+            if isinstance(step, int) and not isinstance(step, bool) and step >= 1:
+                print("%s\t%s" % (e["name"], a.get(sys.argv[3], "-")))
     elif what == "achieved":
         for e in kernels:
             a = e["args"]
