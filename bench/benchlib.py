@@ -14,6 +14,7 @@ is created and removed. The limits live in one place, common/cli.c; here they ar
 copied.
 
   one_line_parser(die, hint)     an argparse parser class whose errors are one line through die
+  write_problem(path, text)      text written into path, or why it could not be (one line)
 
 The units of the course's tables (bench/compare.py's `make compare` table, bench/render.py's
 rendered tables), from a stage's summary line (README.md, "What a run prints"):
@@ -140,6 +141,17 @@ def one_line_parser(die, hint):
             die(f"{message} ({hint})")
 
     return OneLineParser
+
+
+def write_problem(path, text):
+    """TEXT written into the file PATH (UTF-8): None, or why it could not be (a directory there,
+    permissions, disk full) as one line."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        return f"cannot write {path}: {e.strerror or e}"
+    return None
 
 
 # ---- the tables' units -----------------------------------------------------------------------

@@ -40,7 +40,8 @@ import sys
 from xml.sax.saxutils import escape
 
 from benchlib import (ROOT, SHAPE_RE, STAGE_RE, decimal_bytes, dir_problem, human_bytes, intensity,
-                      one_line_parser, sanitize_env_problem, shape_flag_problem, traffic)
+                      one_line_parser, sanitize_env_problem, shape_flag_problem, traffic,
+                      write_problem)
 BLOG_SHAPE = "8x16x1024x64"
 STAGE_TIMEOUT_S = 600
 # Line kinds whose last field runs to the end of the line (it holds spaces).
@@ -540,11 +541,9 @@ def _ops(r):
 
 def write_file(path, text):
     """Write TEXT to PATH; a failure (disk full, permissions) is one line, exit 2."""
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        die(f"cannot write {path}: {e.strerror or e}")
+    problem = write_problem(path, text)
+    if problem:
+        die(problem)
 
 
 def render(lines, outdir):

@@ -29,7 +29,7 @@ import re
 import subprocess
 import sys
 
-from benchlib import ROOT, SHAPE_RE, dir_problem, one_line_parser
+from benchlib import ROOT, SHAPE_RE, dir_problem, one_line_parser, write_problem
 
 BLOG_SHAPE = "8x16x1024x64"
 RUN = os.path.join(ROOT, "07_hopper", "run")
@@ -54,11 +54,9 @@ OneLineParser = one_line_parser(die, "bench/ladder.py --help")
 
 def write_file(path, text):
     """TEXT into PATH; a failure (disk full, permissions) is one line, exit 2."""
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        die(f"cannot write {path}: {e.strerror or e}")
+    problem = write_problem(path, text)
+    if problem:
+        die(problem)
 
 
 def make_outdir(outdir, what):

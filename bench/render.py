@@ -39,7 +39,8 @@ import re
 import shlex
 import sys
 
-from benchlib import ROOT, SHAPE_RE, decimal_bytes, human_bytes, intensity, one_line_parser, traffic
+from benchlib import (ROOT, SHAPE_RE, decimal_bytes, human_bytes, intensity, one_line_parser, traffic,
+                      write_problem)
 
 RESULTS = os.path.join("docs", "h200", "results.txt")
 MARKER = re.compile(r"<!-- results:([^>]*?) -->(.*?)<!-- end -->", re.S)
@@ -81,11 +82,9 @@ def read_text(path, errors="strict"):
 
 def write_text(path, text):
     """TEXT into PATH; a failure (a directory there, permissions, disk full) is Bad."""
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        raise Bad(f"cannot write {path}: {e.strerror or e}")
+    problem = write_problem(path, text)
+    if problem:
+        raise Bad(problem)
 
 
 # ---- the results file ------------------------------------------------------------------------
