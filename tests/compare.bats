@@ -394,18 +394,6 @@ h200_summary() {
     row 07_hopper | grep -qE '^07_hopper +1 +55\.1 +4\.8 +311\.7 +31\.5 +- +95\.9 MB +'
 }
 
-@test "compare run on the GPU: every stage's row has a tensor pipe % (the runs' tables are kept)" {
-    require_gpu
-    run --separate-stderr python3 "$ROOT/bench/compare.py" run --shape 1x2x128x64 --outdir "$BATS_TEST_TMPDIR/out"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [ "$(grep -c '^Kernel details' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]
-    [ "$(grep -c '^result stage=' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]
-    # stage, ops/step, GPU us, host us, TFLOP/s, % of peak, then a number in the tensor pipe column
-    [ "$(printf '%s\n' "$output" | grep -cE '^0[1-7]_[a-z]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+\.[0-9] +')" -eq 7 ]
-    [ "$(printf '%s\n' "$output" | grep -c 'from the timeline' || true)" -eq 0 ]
-}
-
 # tp_of STAGE: the tensor pipe % column of STAGE's row in $output (the 7th field: stage, GPU
 # ops/step, GPU us, host us, TFLOP/s, % of peak, tensor pipe %).
 tp_of() {
@@ -418,12 +406,15 @@ tp_of() {
 # the tensor cores for part of their time; 04-07 are one attention kernel (06: plus a memset) whose
 # two matmuls are mma.sync or wgmma. A number in the column is a mean of per-kernel percentages
 # that compare.py reads only within 0..100 (else "-").
-@test "compare run on the GPU at the blog's shape: a tensor pipe % per stage; 03 below 1, above it 01 and 02, above them 04-07" {
+@test "compare run on the GPU at the blog's shape: every stage's row (its table kept) has a tensor pipe %; 03 below 1, above it 01 and 02, above them 04-07" {
     require_gpu
     run --separate-stderr python3 "$ROOT/bench/compare.py" run --outdir "$BATS_TEST_TMPDIR/out"
     echo "$output"
     [ "$status" -eq 0 ]
+    [ "$(grep -c '^Kernel details' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]
     [ "$(grep -c '^result stage=[0-9][0-9]_[a-z]* shape=8x16x1024x64 ' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]
+    # stage, ops/step, GPU us, host us, TFLOP/s, % of peak, then a number in the tensor pipe column
+    [ "$(printf '%s\n' "$output" | grep -cE '^0[1-7]_[a-z]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+\.[0-9] +')" -eq 7 ]
     [ "$(printf '%s\n' "$output" | awk '$1 ~ /^0[1-7]_[a-z]+$/ && $7 ~ /^[0-9]+\.[0-9]$/' | wc -l)" -eq 7 ]
     [ "$(printf '%s\n' "$output" | grep -c 'from the timeline' || true)" -eq 0 ]
     at_most "$(tp_of 03_math)" 1.0
