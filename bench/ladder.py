@@ -9,8 +9,8 @@
 OUTDIR/ladder_<shape>.txt (default OUTDIR: 07_hopper/ladder, where the chapter reads it), then
 renders them like `render`: the table on stdout and OUTDIR/ladder_<shape>.md.
 Columns: rung, idea, GPU us and TFLOP/s (the summary line), registers at launch and shared
-memory (the kernel details line), achieved occupancy, tensor pipe active % and GMMA instructions
-(the counter pass's `counters:` line; `-` without counters).
+memory (the kernel details line), DRAM read per forward, achieved occupancy, tensor pipe active %
+and GMMA instructions (the counter pass's `counters:` line; `-` without counters).
 
 The summary file holds, per rung, in this order (other lines are ignored):
     rung N IDEA                                  (from --help)
@@ -36,6 +36,7 @@ RUN = os.path.join(ROOT, "07_hopper", "run")
 HELP_RUNG_RE = re.compile(r"^\s+([1-9])\s+(\S.*?)\s{2,}([0-9, ]+)$")
 DETAILS_RE = re.compile(r"^\s+(flash3_\w+)\(flash3_params\): .*?(\d+) registers/thread, "
                         r"shared memory (\d+) \+ (\d+) B")
+DRAM_RE = re.compile(r"DRAM read ([0-9.]+ [kMGT]?B)")
 ACHIEVED_RE = re.compile(r"achieved occupancy (\S+)")
 TENSOR_RE = re.compile(r"tensor pipe (\S+) active")
 GMMA_RE = re.compile(r"([0-9,]+) GMMA")
@@ -97,7 +98,7 @@ def parse(lines):
         if m:
             cur.update(kernel=m.group(1), regs=m.group(2), smem=int(m.group(3)) + int(m.group(4)))
         elif line.lstrip().startswith("counters"):
-            for key, rx in (("achieved", ACHIEVED_RE), ("tensor", TENSOR_RE), ("gmma", GMMA_RE)):
+            for key, rx in (("dram", DRAM_RE), ("achieved", ACHIEVED_RE), ("tensor", TENSOR_RE), ("gmma", GMMA_RE)):
                 mm = rx.search(line)
                 if mm:
                     cur[key] = mm.group(1)
@@ -110,15 +111,15 @@ def table(rows):
     """The ladder as Markdown (the same text goes to stdout)."""
     shape = next((r["shape"] for r in rows if "shape" in r), "-")
     out = [f"07_hopper ladder at {shape} (`make ladder SHAPE={shape}`)", "",
-           "| rung | idea | GPU µs | TFLOP/s | registers | shared memory (B) | achieved occupancy "
-           "| tensor pipe | GMMA instructions |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| rung | idea | GPU µs | TFLOP/s | registers | shared memory (B) | DRAM read "
+           "| achieved occupancy | tensor pipe | GMMA instructions |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "message" in r:
-            out.append(f"| {r['rung']} | {r['idea']} | {r['message']} | | | | | | |")
+            out.append(f"| {r['rung']} | {r['idea']} | {r['message']} | | | | | | | |")
             continue
         cells = [r["rung"], r["idea"], r.get("gpu_us", "-"), r.get("tflops", "-"),
-                 r.get("regs", "-"), str(r.get("smem", "-")), r.get("achieved", "-"),
+                 r.get("regs", "-"), str(r.get("smem", "-")), r.get("dram", "-"), r.get("achieved", "-"),
                  r.get("tensor", "-"), r.get("gmma", "-")]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
