@@ -156,6 +156,7 @@ static __device__ __forceinline__ void consume_item(const flash3_params &p, cons
 template <int D>
 static __device__ __forceinline__ void fwd_block(const flash3_params &p)
 {
+    constexpr bool PINGPONG = D == 64;        /* as in consume_item */
     constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M);
     const flash3_block b = flash3_block_init<D, 2>(p);
     if (threadIdx.x >> 7 == 0) {
@@ -166,7 +167,7 @@ static __device__ __forceinline__ void fwd_block(const flash3_params &p)
         const int cwg = (int)(threadIdx.x >> 7) - 1;
         const bool storer = (threadIdx.x & 127) == 0;   /* issues the warpgroup's TMA stores */
         if (storer) tma_prefetch_map(&p.o_map);
-        if (D == 64 && cwg == 0) named_barrier_arrive(NBAR_PINGPONG, 256);   /* 0 goes first */
+        if (PINGPONG && cwg == 0) named_barrier_arrive(NBAR_PINGPONG, 256);   /* 0 goes first */
         int u0 = 0;                           /* the block's key tiles before this item */
         flash3_cursor cur = { 0, 0 };
         flash3_item it;
