@@ -204,7 +204,7 @@ static __device__ __forceinline__ bool flash3_persistent_item(const flash3_param
 /* ---- the L2-aware order (rungs 5-6) ----------------------------------------------------------
  * flash3_persistent_item walks the query tiles of all (batch, head)s level by level: at any
  * moment the blocks work on nearly every head, and the K and V of all heads are in use at once
- * (2 * seq * head_dim * 2 bytes a head: 32 MiB at 8x16x1024x64, 64 MiB at 2x16x4096x128). When
+ * (2 * seq * head_dim * 2 bytes a head; 32 MiB in all at 8x16x1024x64, 64 MiB at 2x16x4096x128). When
  * that is more than the L2 keeps, a key tile one query tile read is gone from L2 before the next
  * query tile of its head reads it, and comes from DRAM again. FlashAttention-3's
  * DynamicPersistentTileScheduler (its hopper/tile_scheduler.hpp) works in "sections" of heads

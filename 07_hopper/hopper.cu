@@ -6,7 +6,7 @@
  *   rung2_overlap.cu     + the intra-warpgroup overlap: the softmax of key tile n under the
  *                        tensor cores' O += P[n-1].V[n-1]
  *   rung3_persistent.cu  + a persistent grid: one block per SM walks its query tiles
- *                        longest-first, Q double-buffered (head_dim 128's kernel)
+ *                        longest-first, Q double-buffered
  *   rung4_pingpong.cu    + ping-pong of the two consumer warpgroups (named barriers); head_dim
  *                        64 only
  *   rung5_l2order.cu     rung 4 (head_dim 64) and rung 3 (head_dim 128) + an L2-aware order:
