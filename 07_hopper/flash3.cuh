@@ -1,17 +1,20 @@
 /* flash3.cuh: what every rung of the 07_hopper ladder shares, written once, so that two
- * consecutive rung files (rung1_tma_wgmma.cu ... rung4_pingpong.cu) differ by their one idea.
+ * consecutive rung files (rung1_tma_wgmma.cu ... rung6_tma_store.cu) differ by their one idea.
  *
- *   flash3_params      the kernel arguments (three TMA tensor maps, O, the shape)
+ *   flash3_params      the kernel arguments (four TMA tensor maps, O, the shape, the sections)
  *   H3_SMEM_BYTES      the block's shared memory: Q buffers, 2 K and 2 V stages, mbarriers
  *   flash3_mbar_slot   the mbarriers, an enum of slots; k_full(b, s) ... their addresses
  *   flash3_named_bar   the named-barrier ids (0 is __syncthreads')
  *   flash3_item        one work item (query tile of one (batch, head)) and its causal bounds:
- *                      flash3_tile_item (one per block), flash3_persistent_item (longest-first)
+ *                      flash3_tile_item (one per block), flash3_persistent_item (longest-first),
+ *                      flash3_section_item (longest-first in sections of heads that share the
+ *                      L2; H3_L2_KV_BUDGET, flash3_l2_sections on the host)
  *   kv_stage, kv_phase the pipeline's stage / phase bookkeeping of the block's u-th key tile
  *   warp_release       the release sequence of a stage (one arrival per consumer warp)
  *   mask_tile, online_softmax, pack_p, rescale_o   the softmax of one S tile in registers
  *   issue_qk, issue_pv the two products as wgmma groups
- *   store_o            the epilogue: O / l -> bf16 -> the item's Q buffer -> global memory
+ *   store_o            the epilogue: O / l -> bf16 -> the item's Q buffer -> global memory;
+ *                      store_o_tma the same with a TMA store from the Q buffer
  *
  * Register layout of a consumer thread (warp w of its warpgroup, lane = 4g + t), from the wgmma
  * accumulator layout (common/sm90/wgmma.cuh): it owns rows 16w + g + 8h (h = 0, 1) of the
@@ -38,6 +41,7 @@
 #include <cuda_bf16.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>            /* memset (flash3_l2_sections, host) */
 
 #include "causal.cuh"
 #include "sm80/mma_sm80.cuh"   /* smem_addr, bf16x2_bits, exp2_approx, st_shared_b32, ld_shared_v4 */
@@ -58,14 +62,17 @@
 #define H3_CONSUMER_REGS 240
 
 /* Kernel arguments. The tensor maps describe Q, K, V as 4-D tensors {64, seq, head_dim/64,
- * batch*heads} (innermost first; hopper.cu's encode_qkv_map) with a box of {64, rows,
- * head_dim/64, 1}, rows = BLOCK_M for Q and 128 for K and V: one box is one tile. They live in
- * the parameter space (__grid_constant__), where TMA reads them. */
+ * batch*heads} (innermost first; hopper.cu's encode_tile_map) with a box of {64, rows,
+ * head_dim/64, 1}, rows = BLOCK_M for Q and 128 for K and V: one box is one tile. o_map
+ * describes O the same way with a box of {64, 64, 1, 1}: one 64-column panel of one consumer
+ * warpgroup's 64 rows (the TMA store of rung 6). They live in the parameter space
+ * (__grid_constant__), where TMA reads them. */
 typedef struct {
-    CUtensorMap q_map, k_map, v_map;
+    CUtensorMap q_map, k_map, v_map, o_map;
     __nv_bfloat16 *o;          /* bf16 [batch, heads, seq, head_dim] */
     int seq;
     int bh_count, q_tiles;     /* batch*heads; query tiles per head (persistent grid's work) */
+    int l2_sections;           /* 1 .. bh_count: the sections of heads of flash3_section_item */
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
 } flash3_params;
 
@@ -158,9 +165,10 @@ typedef struct {
 } flash3_item;
 
 /* Causal bounds: key tiles 0 .. n_end-1 reach the tile's last row (or seq); none past that is
- * ever loaded. With BLOCK_M == BLOCK_N both consumers need every one of them. */
-static __device__ __forceinline__ void flash3_item_bounds(const flash3_params &p, int m_blk,
-                                                          flash3_item &w)
+ * ever loaded. With BLOCK_M == BLOCK_N both consumers need every one of them. (Host too: the
+ * host weighs an order by its items' n_end, flash3_l2_sections.) */
+static __host__ __device__ __forceinline__ void flash3_item_bounds(const flash3_params &p,
+                                                                   int m_blk, flash3_item &w)
 {
     w.m0 = m_blk * H3_BLOCK_M;
     w.n_end = causal_key_tiles(w.m0, H3_BLOCK_M, H3_BLOCK_N, p.seq);
@@ -191,6 +199,114 @@ static __device__ __forceinline__ bool flash3_persistent_item(const flash3_param
     w.bh = (int)(i % p.bh_count);
     flash3_item_bounds(p, p.q_tiles - 1 - (int)(i / p.bh_count), w);
     return true;
+}
+
+/* ---- the L2-aware order (rungs 5-6) ----------------------------------------------------------
+ * flash3_persistent_item walks the query tiles of all (batch, head)s level by level: at any
+ * moment the blocks work on nearly every head, and the K and V of all heads are in use at once
+ * (2 * seq * head_dim * 2 bytes a head; 32 MiB in all at 8x16x1024x64, 64 MiB at 2x16x4096x128). When
+ * that is more than the L2 keeps, a key tile one query tile read is gone from L2 before the next
+ * query tile of its head reads it, and comes from DRAM again. FlashAttention-3's
+ * DynamicPersistentTileScheduler (its hopper/tile_scheduler.hpp) works in "sections" of heads
+ * instead: as many heads as keep their K and V in L2, longest-first within a section, one
+ * section after another; its tiles go to whichever SM is free first, by an atomic counter. Ours
+ * are fixed in advance (no counter, no memory to reset before each launch), so the order itself
+ * must keep the blocks' work even:
+ *   - the bh_count (batch, head)s are cut into p.l2_sections sections of consecutive heads, as
+ *     equal as they go (the first bh_count % l2_sections sections have one head more);
+ *   - within a section, longest-first: the last query tile of each of its heads, then the one
+ *     before, ...; round r hands the section's items rG .. rG + G-1 to the G blocks, forward in
+ *     even rounds and backward in odd ones, as flash3_persistent_item does with all of them;
+ *   - each section starts at round 0: a forward and a backward round even each other out over a
+ *     run of decreasing lengths, not over a section's short last tiles next to the next one's
+ *     long first tiles;
+ *   - odd sections are handed out mirrored (block G-1-blk takes blk's place), so that the blocks
+ *     that drew the head of one section draw from the other end of the next.
+ * With one section this is flash3_persistent_item's order, item for item. The host picks the
+ * number of sections (flash3_l2_sections), and falls back to one where the sectioned order
+ * leaves the busiest block more work. */
+
+/* K and V bytes that one section may keep in L2. The H200's L2 is 50 MB in two partitions, each
+ * caching the accesses of the SMs attached to it (NVIDIA's A100 and H100 architecture
+ * whitepapers); a section's K and V are read by blocks on every SM, so a line can be held in
+ * both partitions, and what all SMs read fits in about one: 25 MB, half the L2, is the ceiling.
+ * 16 MiB stays under it with room for the Q tiles streaming in, the O tiles going out, and the
+ * next section's first K and V while the last blocks finish the current one. (FlashAttention-3
+ * budgets 32 MB for K and V.) */
+#define H3_L2_KV_BUDGET (16ll << 20)
+
+/* Where a block stands in flash3_section_item's order: its section, and its round in it. Start
+ * at {0, 0}; producer and consumers each keep their own and advance them alike. */
+typedef struct {
+    int section, round;
+} flash3_cursor;
+
+/* The next work item of block blk of a persistent grid of G blocks in the sectioned order above
+ * (p.l2_sections sections), false when it has no more. O(1) per item: within a section a block
+ * has one item per round until its position runs past the section's end, then it moves on. Host
+ * and device. */
+static __host__ __device__ __forceinline__ bool flash3_section_item(const flash3_params &p, int G,
+                                                                    int blk, flash3_cursor &c,
+                                                                    flash3_item &w)
+{
+    const int base = p.bh_count / p.l2_sections, extra = p.bh_count % p.l2_sections;
+    while (c.section < p.l2_sections) {
+        const int s = c.section;
+        const int heads = base + (s < extra ? 1 : 0);
+        const int first = s * base + (s < extra ? s : extra);           /* its first (batch, head) */
+        const int b = (s & 1) ? G - 1 - blk : blk;                       /* mirrored in odd sections */
+        /* (int: a section's items are query tiles of 128 rows of bf16 tensors in memory) */
+        const int i = c.round * G + ((c.round & 1) ? G - 1 - b : b);
+        if (i < heads * p.q_tiles) {
+            w.bh = first + i % heads;
+            flash3_item_bounds(p, p.q_tiles - 1 - i / heads, w);
+            ++c.round;
+            return true;
+        }
+        ++c.section;                          /* past the section's end: later rounds are too */
+        c.round = 0;
+    }
+    return false;
+}
+
+/* The work of the busiest block of a G-block persistent grid under flash3_section_item with
+ * `sections` sections, in key tiles plus one per item (its Q wait, prologue and epilogue). */
+static inline long long flash3_busiest_block(const flash3_params &shape, int G, int sections)
+{
+    flash3_params p = shape;
+    p.l2_sections = sections;
+    long long busiest = 0;
+    for (int blk = 0; blk < G; ++blk) {
+        flash3_cursor c = { 0, 0 };
+        flash3_item w;
+        long long work = 0;
+        while (flash3_section_item(p, G, blk, c, w)) work += w.n_end + 1;
+        if (work > busiest) busiest = work;
+    }
+    return busiest;
+}
+
+/* The host's choice of p.l2_sections for seq, head_dim and bh_count (batch*heads) on a grid of G
+ * blocks: as few sections as keep each one's K and V (2 * seq * head_dim * 2 bytes a head)
+ * within H3_L2_KV_BUDGET, at most one per head; but one section if that many would give the
+ * busiest block more than 1/64 more work than one section does (a fixed order cannot even out
+ * every shape; the order then is rung 3's, and L2 holds what it holds). */
+static inline int flash3_l2_sections(int seq, int head_dim, int bh_count, int G)
+{
+    const long long kv_per_head = 2ll * seq * head_dim * 2;
+    long long heads = H3_L2_KV_BUDGET / kv_per_head;
+    if (heads < 1) heads = 1;
+    if (heads > bh_count) heads = bh_count;
+    const int sections = (int)((bh_count + heads - 1) / heads);
+    if (sections == 1) return 1;
+    flash3_params shape;
+    memset(&shape, 0, sizeof shape);
+    shape.seq = seq;
+    shape.bh_count = bh_count;
+    shape.q_tiles = (seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
+    const long long one = flash3_busiest_block(shape, G, 1);
+    const long long split = flash3_busiest_block(shape, G, sections);
+    return split * 64 <= one * 65 ? sections : 1;
 }
 
 /* ---- the pipeline ------------------------------------------------------------------------------
@@ -351,16 +467,14 @@ static __device__ __forceinline__ uint64_t q_desc_of(uint32_t sQ, int cwg)
 /* ---- the epilogue ------------------------------------------------------------------------------
  * Consumer warpgroup cwg's rows of O for item it: O /= l (a row that saw no key keeps O = 0), to
  * bf16, into this warpgroup's own rows of the item's Q buffer sQ (same panel layout and swizzle;
- * its wgmma reads of Q are complete and the other warpgroup reads only its own rows), a named
- * barrier over the warpgroup, then 16-byte coalesced global stores of rows < seq. */
+ * its wgmma reads of Q are complete and the other warpgroup reads only its own rows): o_to_smem.
+ * Then out to global memory, one of two ways: store_o (rungs 1-5) and store_o_tma (rung 6). */
 template <int D>
-static __device__ __forceinline__ void store_o(const flash3_params &p, const flash3_item &it,
-                                               uint32_t sQ, int cwg, float (&o)[D / 2],
-                                               float (&l_run)[2])
+static __device__ __forceinline__ void o_to_smem(uint32_t sQ, int cwg, float (&o)[D / 2],
+                                                 float (&l_run)[2])
 {
     constexpr int BM = H3_BLOCK_M;
     const int tid = threadIdx.x & 127, lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int seq = p.seq;
     const int r_base = cwg * 64 + 16 * w + g;                     /* row in the tile; & 7 == g */
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -375,6 +489,19 @@ static __device__ __forceinline__ void store_o(const flash3_params &p, const fla
                           bf16x2_bits(__floats2bfloat162_rn(o[4 * j + 2 * h] * inv,
                                                             o[4 * j + 2 * h + 1] * inv)));
     }
+}
+
+/* The epilogue by the threads: o_to_smem, a named barrier over the warpgroup, then 16-byte
+ * coalesced global stores of rows < seq. */
+template <int D>
+static __device__ __forceinline__ void store_o(const flash3_params &p, const flash3_item &it,
+                                               uint32_t sQ, int cwg, float (&o)[D / 2],
+                                               float (&l_run)[2])
+{
+    constexpr int BM = H3_BLOCK_M;
+    const int tid = threadIdx.x & 127;
+    const int seq = p.seq;
+    o_to_smem<D>(sQ, cwg, o, l_run);
     named_barrier_sync(NBAR_EPILOGUE + cwg, 128);   /* this warpgroup's rows are complete */
     constexpr int CHUNKS = D / 8;             /* 16-byte chunks per row */
     __nv_bfloat16 *o_bh = p.o + (size_t)it.bh * seq * D;
@@ -391,6 +518,34 @@ static __device__ __forceinline__ void store_o(const flash3_params &p, const fla
     }
 }
 
+/* The epilogue by the TMA unit: o_to_smem; each thread's fence.proxy.async (its ordinary stores
+ * before the TMA's reads of them) and a named barrier over the warpgroup; then the warpgroup's
+ * first thread stores each 64-column panel of its 64 rows, one box of p.o_map each (the rows
+ * are 128 bytes apart in a panel, as the box lies; the panels BLOCK_M rows apart, so one box
+ * per panel), and waits until the TMA has read them: the caller may then hand the Q buffer back
+ * to the producer. Rows past seq are outside the tensor and are not written; a warpgroup whose
+ * rows all lie past seq stores nothing. The writes to global memory complete on their own:
+ * before the kernel ends, that thread waits for them (tma_store_wait). FlashAttention-3's
+ * epilogue_fwd.hpp stores O the same way, from a swizzled shared tile. */
+template <int D>
+static __device__ __forceinline__ void store_o_tma(const flash3_params &p, const flash3_item &it,
+                                                   uint32_t sQ, int cwg, float (&o)[D / 2],
+                                                   float (&l_run)[2])
+{
+    o_to_smem<D>(sQ, cwg, o, l_run);
+    fence_proxy_async_smem();
+    named_barrier_sync(NBAR_EPILOGUE + cwg, 128);   /* all 128 threads' rows written and fenced */
+    const int r0 = it.m0 + cwg * 64;          /* the warpgroup's first row */
+    if ((threadIdx.x & 127) == 0 && r0 < p.seq) {
+#pragma unroll
+        for (int panel = 0; panel < D / 64; ++panel)
+            tma_store_4d(&p.o_map, sQ + (uint32_t)(panel * H3_BLOCK_M * 128 + cwg * 64 * 128),
+                         0, r0, panel, it.bh);
+        tma_store_commit();
+        tma_store_wait_read();
+    }
+}
+
 /* ---- the rungs, as the host sees them ------------------------------------------------------- */
 
 /* One rung: its number, its one idea (for --help and the ladder table), its kernels (NULL where
@@ -404,6 +559,7 @@ typedef struct {
     int q_buffers;
 } flash3_rung;
 
-extern const flash3_rung flash3_rung_1, flash3_rung_2, flash3_rung_3, flash3_rung_4;
+extern const flash3_rung flash3_rung_1, flash3_rung_2, flash3_rung_3, flash3_rung_4,
+                         flash3_rung_5, flash3_rung_6;
 
 #endif

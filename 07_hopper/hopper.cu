@@ -6,9 +6,13 @@
  *   rung2_overlap.cu     + the intra-warpgroup overlap: the softmax of key tile n under the
  *                        tensor cores' O += P[n-1].V[n-1]
  *   rung3_persistent.cu  + a persistent grid: one block per SM walks its query tiles
- *                        longest-first, Q double-buffered (head_dim 128's kernel)
+ *                        longest-first, Q double-buffered
  *   rung4_pingpong.cu    + ping-pong of the two consumer warpgroups (named barriers); head_dim
- *                        64 only (head_dim 64's kernel)
+ *                        64 only
+ *   rung5_l2order.cu     rung 4 (head_dim 64) and rung 3 (head_dim 128) + an L2-aware order:
+ *                        the query tiles in sections of heads whose K and V fit in L2
+ *   rung6_tma_store.cu   + O stored through TMA (a bulk tensor store from the shared tile); the
+ *                        last rung, the default at both head_dims
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
  * This file is the stage: --rung, the TMA tensor maps, the launch of the chosen rung's kernel.
@@ -36,7 +40,7 @@
 
 /* The ladder, in order. */
 static const flash3_rung *const RUNGS[] = { &flash3_rung_1, &flash3_rung_2, &flash3_rung_3,
-                                            &flash3_rung_4 };
+                                            &flash3_rung_4, &flash3_rung_5, &flash3_rung_6 };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). */
@@ -76,10 +80,11 @@ static int flash3_parse_flag(const char *flag, const char *value)
 typedef struct {
     PFN_cuTensorMapEncodeTiled_v12000 encode;
     PFN_cuGetErrorString_v6000 error_string;
-    CUtensorMap q_map, k_map, v_map;
-    const void *q, *k, *v;
+    CUtensorMap q_map, k_map, v_map, o_map;
+    const void *q, *k, *v, *o;
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
+    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-6) */
 } flash3_state;
 
 /* A driver function through the runtime (cudaGetDriverEntryPointByVersion), so the stage links
@@ -96,21 +101,24 @@ static void *driver_entry(const char *symbol, unsigned int version)
     return fn;
 }
 
-/* Q, K or V ([batch, heads, seq, head_dim] bf16 at ptr) as a 4-D TMA tensor map, innermost first:
+/* Q, K, V or O ([batch, heads, seq, head_dim] bf16 at ptr) as a 4-D TMA tensor map, innermost
+ * first:
  *   dim 0: 64 columns of one panel (128 B, the widest box row 128-byte swizzle allows)
  *   dim 1: seq rows,                 stride head_dim*2 B
  *   dim 2: head_dim/64 panels,       stride 128 B
  *   dim 3: batch*heads,              stride seq*head_dim*2 B
- * box {64, rows, head_dim/64, 1}: one tile lands in shared memory as [panel][row][64] with
- * 128-byte swizzle; rows past seq are zero-filled (OOB_FILL_NONE), never another head's. */
-static void encode_qkv_map(const flash3_state *st, CUtensorMap *map, const void *ptr,
-                           const attn_shape *s, int rows)
+ * box {64, rows, panels, 1}: Q, K, V with all head_dim/64 panels, one tile landing in shared
+ * memory as [panel][row][64] with 128-byte swizzle, rows past seq zero-filled (OOB_FILL_NONE),
+ * never another head's; O with one panel of 64 rows (a consumer warpgroup's, stored from the
+ * tile), rows past seq not written. */
+static void encode_tile_map(const flash3_state *st, CUtensorMap *map, const void *ptr,
+                            const attn_shape *s, int rows, int panels)
 {
     const cuuint64_t dims[4] = { 64, (cuuint64_t)s->seq, (cuuint64_t)(s->head_dim / 64),
                                  (cuuint64_t)s->batch * s->heads };
     const cuuint64_t strides[3] = { (cuuint64_t)s->head_dim * 2, 128,
                                     (cuuint64_t)s->seq * s->head_dim * 2 };
-    const cuuint32_t box[4] = { 64, (cuuint32_t)rows, (cuuint32_t)(s->head_dim / 64), 1 };
+    const cuuint32_t box[4] = { 64, (cuuint32_t)rows, (cuuint32_t)panels, 1 };
     const cuuint32_t elem_strides[4] = { 1, 1, 1, 1 };
     const CUresult r = st->encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, (void *)ptr, dims,
                                   strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -124,15 +132,30 @@ static void encode_qkv_map(const flash3_state *st, CUtensorMap *map, const void 
     }
 }
 
+/* The persistent grid: one block per SM, fewer if there are fewer tiles. */
+static long long grid_blocks(const flash3_state *st, const attn_shape *s)
+{
+    const long long tiles = (long long)s->batch * s->heads * ((s->seq + H3_BLOCK_M - 1) / H3_BLOCK_M);
+    return tiles < st->sms ? tiles : st->sms;
+}
+
+/* The four tensor maps, and the shape's L2 sections (flash3_l2_sections, on the persistent
+ * grid's size), for the tensors and shape of p. */
 static void encode_maps(flash3_state *st, const attn_problem *p)
 {
-    encode_qkv_map(st, &st->q_map, p->q, &p->shape, H3_BLOCK_M);
-    encode_qkv_map(st, &st->k_map, p->k, &p->shape, H3_BLOCK_N);
-    encode_qkv_map(st, &st->v_map, p->v, &p->shape, H3_BLOCK_N);
+    const attn_shape *s = &p->shape;
+    const int panels = s->head_dim / 64;
+    encode_tile_map(st, &st->q_map, p->q, s, H3_BLOCK_M, panels);
+    encode_tile_map(st, &st->k_map, p->k, s, H3_BLOCK_N, panels);
+    encode_tile_map(st, &st->v_map, p->v, s, H3_BLOCK_N, panels);
+    encode_tile_map(st, &st->o_map, p->o, s, 64, 1);
     st->q = p->q;
     st->k = p->k;
     st->v = p->v;
-    st->shape = p->shape;
+    st->o = p->o;
+    st->shape = *s;
+    st->l2_sections = flash3_l2_sections(s->seq, s->head_dim, s->batch * s->heads,
+                                         (int)grid_blocks(st, s));
 }
 
 /* head_dim 64 or 128 and one the chosen rung runs (checked without a device); compute
@@ -146,24 +169,24 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
                              "transactions)", H3_BLOCK_M, r->persistent, smem_for(r, s->head_dim) };
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
         snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
-                 "1-3 run 64 and 128)", r->number, s->head_dim);
+                 "1-3, 5 and 6 run 64 and 128)", r->number, s->head_dim);
         return 1;
     }
     return tiled_supports(&l, s, prop, why, why_len);
 }
 
-/* Finds the tensor-map encoder in the driver, encodes the three maps, opts the kernel into its
- * dynamic shared memory (over the default 48 KiB). */
+/* Finds the tensor-map encoder in the driver, counts the SMs, encodes the four maps, opts the
+ * kernel into its dynamic shared memory (over the default 48 KiB). */
 static void *flash3_setup(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)calloc(1, sizeof *st);
     if (!st) { fprintf(stderr, "07_hopper: out of host memory\n"); exit(1); }
     st->encode = (PFN_cuTensorMapEncodeTiled_v12000)driver_entry("cuTensorMapEncodeTiled", 12000);
     st->error_string = (PFN_cuGetErrorString_v6000)driver_entry("cuGetErrorString", 6000);
-    encode_maps(st, p);
     int dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&st->sms, cudaDevAttrMultiProcessorCount, dev));
+    encode_maps(st, p);
     const flash3_rung *r = rung_for(p->shape.head_dim);
     tiled_kernel_setup(rung_kernel(r, p->shape.head_dim), smem_for(r, p->shape.head_dim), 0);
     return st;
@@ -175,21 +198,22 @@ static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;
     const attn_shape *s = &p->shape;
-    if (st->q != p->q || st->k != p->k || st->v != p->v ||
+    if (st->q != p->q || st->k != p->k || st->v != p->v || st->o != p->o ||
         memcmp(&st->shape, s, sizeof *s) != 0)
         encode_maps(st, p);
     flash3_params fp;
     fp.q_map = st->q_map;
     fp.k_map = st->k_map;
     fp.v_map = st->v_map;
+    fp.o_map = st->o_map;
     fp.o = (__nv_bfloat16 *)p->o;
     fp.seq = s->seq;
     fp.scale_log2 = p->scale * CUDART_L2E_F;
     const flash3_rung *r = rung_for(s->head_dim);
     fp.bh_count = s->batch * s->heads;
     fp.q_tiles = (s->seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
-    const long long tiles = (long long)fp.bh_count * fp.q_tiles;
-    const dim3 grid = r->persistent ? dim3((unsigned)(tiles < st->sms ? tiles : st->sms))
+    fp.l2_sections = st->l2_sections;
+    const dim3 grid = r->persistent ? dim3((unsigned)grid_blocks(st, s))
                                     : dim3((unsigned)fp.bh_count, (unsigned)fp.q_tiles);
     void *args[] = { &fp };
 
@@ -217,12 +241,14 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* parse_flag */  flash3_parse_flag,
     /* flag_help */
     "  --rung N          the ladder's rung, each one idea on the one before; kernel\n"
-    "                    ..._r<N>_sm90a (default: the last rung that runs the head_dim: 4 at\n"
-    "                    head_dim 64, 3 at 128). Rung, idea, head_dims:\n"
+    "                    ..._r<N>_sm90a (default: the last rung that runs the head_dim: 6 at\n"
+    "                    both). Rung, idea, head_dims:\n"
     "                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128\n"
     "                      2  + softmax of tile n under P.V of tile n-1 (overlap)      64, 128\n"
     "                      3  + persistent grid, tiles longest-first, 2 Q buffers      64, 128\n"
-    "                      4  + ping-pong of the two consumer warpgroups               64",
+    "                      4  + ping-pong of the two consumer warpgroups               64\n"
+    "                      5  + tiles in L2 sections of heads (4 at 64, 3 at 128)      64, 128\n"
+    "                      6  + O stored by TMA from the shared tile                   64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

@@ -13,11 +13,11 @@
 #define ATTN_CAUSAL_CUH
 
 /* Key tiles 0 .. causal_key_tiles-1 reach the tile's last row m0 + BM - 1 (or seq): none past
- * them is ever loaded. */
-static __device__ __forceinline__ int causal_key_tiles(int m0, int BM, int BN, int seq)
+ * them is ever loaded. Host and device (07_hopper's host weighs its schedule with it). */
+static __host__ __device__ __forceinline__ int causal_key_tiles(int m0, int BM, int BN, int seq)
 {
-    const int n_tiles = (seq + BN - 1) / BN;
-    return min(n_tiles, (m0 + BM - 1) / BN + 1);
+    const int n_tiles = (seq + BN - 1) / BN, reach = (m0 + BM - 1) / BN + 1;
+    return n_tiles < reach ? n_tiles : reach;
 }
 
 /* Key col is visible to row iff col <= row and col < seq, i.e. iff

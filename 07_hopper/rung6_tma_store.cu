@@ -1,0 +1,209 @@
+/* 07_hopper rung 6: rung 5 + O stored through TMA: each consumer warpgroup writes its rows of O
+ * into its rows of the item's Q buffer, as before, and one of its threads hands them to the TMA
+ * unit (a bulk tensor store of each 64-column panel, store_o_tma) instead of 128 threads loading
+ * them back and storing 16 bytes each. The Q buffer goes back to the producer once the TMA has
+ * read it (cp.async.bulk.wait_group.read); the writes to global memory finish on their own, and
+ * the issuing threads wait for them once, before the block ends.
+ *
+ * min(SMs, tiles) blocks; block blk takes the work items of flash3_section_item (query tiles of
+ * 128 rows of one (batch, head)), each walking its key tiles 0 .. diagonal of 128 keys through
+ * 2 K and 2 V stages (flash3.cuh):
+ *   warpgroup 0, the producer: gives registers back and one of its threads issues every TMA copy:
+ *     per item j, Q into buffer j % 2 once the consumers' epilogue of item j - 2 has let go of it
+ *     (Q empty mbarrier), then K[n] and V[n] into the next stage as soon as the consumers have
+ *     released what that stage held (empty mbarriers);
+ *   warpgroups 1, 2, the consumers, 64 query rows each. Per key tile n >= 1:
+ *     wait K[n] -> issue S[n] = Q.K[n]^T; wait V[n-1] -> issue O += P[n-1].V[n-1]
+ *     wait for S[n] only (wgmma_wait<1>); release K[n]
+ *     mask, online softmax of S[n] in registers, while the second product runs
+ *     wait for O (wgmma_wait<0>); release V[n-1]; O *= alpha of tile n; P[n] packed to bf16
+ *   Prologue: the first S and its softmax alone; epilogue: the last P.V alone.
+ *   Ping-pong at head_dim 64 only (PINGPONG, as rung 4; at head_dim 128 rung 3's schedule):
+ *   warpgroup c waits on named barrier NBAR_PINGPONG + c before issuing a tile's products and,
+ *   once they are issued, lets warpgroup (c + 1) % 2 go; warpgroup 0 arrives on its own barrier
+ *   once at the start, so it goes first.
+ * Key tiles past the diagonal are never loaded. Rows and keys past seq: TMA fills the parts of a
+ * box outside the tensor with zeros, the mask hides keys >= seq, and the TMA store does not write
+ * rows >= seq (outside O's tensor map). Shah et al. 2024, "FlashAttention-3" (arXiv
+ * 2407.08608), sections 3.1 (warp specialization, pingpong scheduling) and 3.2
+ * (intra-warpgroup overlapping); its tile scheduler (DynamicPersistentTileScheduler:
+ * longest-first causal order in L2 sections of heads); its epilogue (epilogue_fwd.hpp: O through
+ * a swizzled shared tile and a TMA store).
+ *
+ * Kernels: flash3_fwd_bf16_causal_128x128_d<head_dim>_r6_sm90a, head_dim 64 and 128; grid
+ * min(SMs, batch*heads x query tiles), 384 threads, H3_SMEM_BYTES(D, 128, 2) bytes of dynamic
+ * shared memory.
+ */
+#include "flash3.cuh"
+
+/* The producer: one thread of warpgroup 0. Per work item j: Q into buffer j % 2 (once the
+ * consumers' epilogue of item j - 2 has let go of it), then for each key tile n the K tile and
+ * the V tile into the next stage, each as soon as the consumers have released the tile that stage
+ * held before. The stages run on across items: u counts the block's key tiles so far. */
+template <int D>
+static __device__ __forceinline__ void producer(const flash3_params &p, const flash3_block &b)
+{
+    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
+    int u = 0;
+    flash3_cursor cur = { 0, 0 };
+    flash3_item w;
+    for (int j = 0; flash3_section_item(p, (int)gridDim.x, (int)blockIdx.x, cur, w); ++j) {
+        const int q = j % 2;
+        mbar_wait(q_empty(b, q), ((uint32_t)(j / 2) & 1u) ^ 1u);
+        mbar_arrive_expect_tx(q_full(b, q), Q_BYTES);   /* the full box, even past seq */
+        tma_load_4d(b.sQ + q * Q_BYTES, &p.q_map, q_full(b, q), 0, w.m0, 0, w.bh);
+        for (int n = 0; n < w.n_end; ++n, ++u) {
+            const int s = kv_stage(u);
+            const uint32_t parity = kv_phase(u) ^ 1u;
+            mbar_wait(k_empty(b, s), parity);
+            mbar_arrive_expect_tx(k_full(b, s), KV_BYTES);
+            tma_load_4d(b.sK + s * KV_BYTES, &p.k_map, k_full(b, s), 0, n * H3_BLOCK_N, 0, w.bh);
+            mbar_wait(v_empty(b, s), parity);
+            mbar_arrive_expect_tx(v_full(b, s), KV_BYTES);
+            tma_load_4d(b.sV + s * KV_BYTES, &p.v_map, v_full(b, s), 0, n * H3_BLOCK_N, 0, w.bh);
+        }
+    }
+}
+
+/* Consumer warpgroup cwg (0, 1) on item it, whose Q is in buffer sQ (full barrier completion
+ * parity q_parity) and whose key tile n is the block's key tile u0 + n: query rows
+ * m0 + 64cwg .. m0 + 64cwg + 63, all its key tiles, then its rows of O (by TMA: on return, the
+ * TMA has read them from sQ). PINGPONG (head_dim 64): the two warpgroups take turns issuing each
+ * tile's products. */
+template <int D>
+static __device__ __forceinline__ void consume_item(const flash3_params &p, const flash3_block &b,
+                                                    int cwg, const flash3_item &it, uint32_t sQ,
+                                                    uint32_t q_bar, uint32_t q_parity, int u0)
+{
+    constexpr bool PINGPONG = D == 64;
+    constexpr int BN = H3_BLOCK_N;
+    constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, BN);
+    const int lane = threadIdx.x & 31, w = (threadIdx.x & 127) >> 5, g = lane >> 2, t = lane & 3;
+    const int seq = p.seq;
+    const float c = p.scale_log2;
+    const uint64_t k_desc = k_desc_of(b), v_desc = v_desc_of(b), q_desc = q_desc_of(sQ, cwg);
+    const uint32_t pp_mine = NBAR_PINGPONG + (uint32_t)cwg, pp_next = NBAR_PINGPONG + (uint32_t)((cwg + 1) % 2);
+
+    const int r0 = it.m0 + cwg * 64;          /* the warpgroup's first row */
+    const int row0 = r0 + 16 * w + g;         /* global row of h = 0; h = 1 is row0 + 8 */
+    float o[D / 2];
+    float m_run[2] = { -INFINITY, -INFINITY }, l_run[2] = { 0.f, 0.f };
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+
+    mbar_wait(q_bar, q_parity);
+    /* S[0] and its softmax alone (O = 0: no rescale). */
+    uint32_t pk[BN / 16][4];
+    {
+        const int s0 = kv_stage(u0);
+        float sacc[BN / 2];
+        float alpha[2];
+        mbar_wait(k_full(b, s0), kv_phase(u0));
+        if constexpr (PINGPONG) named_barrier_sync(pp_mine, 256);     /* my turn */
+        issue_qk<D>(sacc, q_desc, k_desc, (uint32_t)s0 * KV_BYTES);
+        if constexpr (PINGPONG) named_barrier_arrive(pp_next, 256);   /* the other's turn */
+        wgmma_wait<0>();
+        wgmma_fence_regs(sacc);
+        warp_release(k_empty(b, s0));
+        if (tile_needs_mask(0, r0, seq)) mask_tile<BN>(sacc, row0, 0, seq, t);
+        online_softmax<BN>(sacc, m_run, l_run, alpha, c);
+        pack_p<BN>(sacc, pk);
+    }
+    /* Issue S[n] and O += P[n-1].V[n-1] back to back, softmax of S[n] under the second, then
+     * rescale O by tile n's alpha (O then holds tiles 0..n-1 at tile n's max). */
+    for (int n = 1; n < it.n_end; ++n) {
+        const int s = kv_stage(u0 + n), sp = kv_stage(u0 + n - 1);
+        float sacc[BN / 2];
+        mbar_wait(k_full(b, s), kv_phase(u0 + n));
+        if constexpr (PINGPONG) named_barrier_sync(pp_mine, 256);
+        issue_qk<D>(sacc, q_desc, k_desc, (uint32_t)s * KV_BYTES);
+        mbar_wait(v_full(b, sp), kv_phase(u0 + n - 1));
+        issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
+        if constexpr (PINGPONG) named_barrier_arrive(pp_next, 256);
+        wgmma_wait<1>();                      /* S[n] is complete; P[n-1].V[n-1] may not be */
+        wgmma_fence_regs(sacc);
+        warp_release(k_empty(b, s));
+
+        const int key0 = n * BN;
+        if (tile_needs_mask(key0, r0, seq)) mask_tile<BN>(sacc, row0, key0, seq, t);
+        float alpha[2];
+        online_softmax<BN>(sacc, m_run, l_run, alpha, c);
+
+        wgmma_wait<0>();                      /* P[n-1].V[n-1] is complete: O and pk are free */
+        wgmma_fence_regs(o);
+        warp_release(v_empty(b, sp));
+        rescale_o<D>(o, alpha);
+        pack_p<BN>(sacc, pk);                 /* P[n], written only now that no wgmma reads pk */
+    }
+    /* The last P.V alone. */
+    {
+        const int sp = kv_stage(u0 + it.n_end - 1);
+        mbar_wait(v_full(b, sp), kv_phase(u0 + it.n_end - 1));
+        issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
+        wgmma_wait<0>();
+        wgmma_fence_regs(o);
+        warp_release(v_empty(b, sp));
+    }
+    store_o_tma<D>(p, it, sQ, cwg, o, l_run);
+}
+
+/* One block: the work items of flash3_section_item; 384 threads = the producer warpgroup
+ * (H3_PRODUCER_REGS registers) and 2 consumer warpgroups (H3_CONSUMER_REGS). Item j uses Q buffer
+ * j % 2; the consumers hand it back (Q empty) once the TMA has read their rows of O from it: the
+ * arrival of each warpgroup's first warp, whose first thread issued the store and waited for its
+ * reads, comes after that wait, and the barrier completes only with all eight warps' arrivals.
+ * That thread waits for the stores' writes once, after the last item. */
+template <int D>
+static __device__ __forceinline__ void fwd_block(const flash3_params &p)
+{
+    constexpr bool PINGPONG = D == 64;        /* as in consume_item */
+    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M);
+    const flash3_block b = flash3_block_init<D, 2>(p);
+    if (threadIdx.x >> 7 == 0) {
+        setmaxnreg_dec<H3_PRODUCER_REGS>();
+        if (threadIdx.x == 0) producer<D>(p, b);
+    } else {
+        setmaxnreg_inc<H3_CONSUMER_REGS>();
+        const int cwg = (int)(threadIdx.x >> 7) - 1;
+        const bool storer = (threadIdx.x & 127) == 0;   /* issues the warpgroup's TMA stores */
+        if (storer) tma_prefetch_map(&p.o_map);
+        if (PINGPONG && cwg == 0) named_barrier_arrive(NBAR_PINGPONG, 256);   /* 0 goes first */
+        int u0 = 0;                           /* the block's key tiles before this item */
+        flash3_cursor cur = { 0, 0 };
+        flash3_item it;
+        for (int j = 0; flash3_section_item(p, (int)gridDim.x, (int)blockIdx.x, cur, it); ++j) {
+            const int qb = j % 2;
+            consume_item<D>(p, b, cwg, it, b.sQ + (uint32_t)qb * Q_BYTES,
+                            q_full(b, qb), (uint32_t)(j / 2) & 1u, u0);
+            u0 += it.n_end;
+            /* The buffer is free for the Q of item j + 2: order this thread's ordinary accesses
+             * to it before that TMA write, then one arrival per warp. */
+            fence_proxy_async_smem();
+            warp_release(q_empty(b, qb));
+        }
+        if (storer) tma_store_wait();         /* O is in global memory before the block ends */
+    }
+}
+
+__global__ void __launch_bounds__(H3_THREADS, 1)
+flash3_fwd_bf16_causal_128x128_d64_r6_sm90a(const __grid_constant__ flash3_params p)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fwd_block<64>(p);
+#endif
+}
+
+__global__ void __launch_bounds__(H3_THREADS, 1)
+flash3_fwd_bf16_causal_128x128_d128_r6_sm90a(const __grid_constant__ flash3_params p)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fwd_block<128>(p);
+#endif
+}
+
+const flash3_rung flash3_rung_6 = {
+    6, "+ O stored through TMA: a bulk tensor store from the shared tile",
+    (const void *)flash3_fwd_bf16_causal_128x128_d64_r6_sm90a,
+    (const void *)flash3_fwd_bf16_causal_128x128_d128_r6_sm90a,
+    /* persistent */ 1, /* q_buffers */ 2,
+};
