@@ -44,9 +44,10 @@
  *                  until the scores are in registers) | softmax (mask, online softmax, P packed,
  *                  O rescaled) | wait V | O+=PV | then epilogue | hand-over (persistent rungs:
  *                  the item's Q buffer handed back)
- *     With the overlap (rung 2 on) a tile's S=QK^T region holds the previous tile's wait V and
- *     O+=PV (its issue; that product completes under the softmax, whose region ends once O is
- *     rescaled); the item's last O+=PV, alone, runs from its issue to its completion.
+ *     On rung 1 O+=PV runs from the product's issue to its completion. With the overlap (rung 2
+ *     on) O+=PV is the issue alone: a tile's S=QK^T region holds the previous tile's wait V and
+ *     O+=PV, whose product completes under the softmax (the softmax region ends once O is
+ *     rescaled); the item's last product completes at the start of the epilogue region.
  *   The markers in the producer must stay cheap: its warpgroup has 24 registers (CI=true make
  *   07_hopper fails on a spill or a setmaxnreg that ptxas ignores). hopper.cu registers the
  *   build once, with the units' roles (ATTN_REGIONS_REGISTER_ROLES); tests/regions.bats runs

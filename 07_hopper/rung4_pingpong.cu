@@ -174,12 +174,12 @@ static __device__ __forceinline__ void consume_item(const flash3_params &p, cons
         attn_region_end(rg, ATTN_REGION_WAIT_V);
         attn_region_begin(rg, ATTN_REGION_PV);
         issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
+        attn_region_end(rg, ATTN_REGION_PV);
+        attn_region_begin(rg, ATTN_REGION_EPILOGUE);   /* from the wait for that product */
         wgmma_wait<0>();
         wgmma_fence_regs(o);
-        attn_region_end(rg, ATTN_REGION_PV);
         warp_release(v_empty(b, sp));
     }
-    attn_region_begin(rg, ATTN_REGION_EPILOGUE);
     store_o<D>(p, it, sQ, cwg, o, l_run);
     attn_region_end(rg, ATTN_REGION_EPILOGUE);
 }

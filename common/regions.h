@@ -40,8 +40,9 @@ typedef enum {
                               * until the scores are in registers) */
     ATTN_REGION_SOFTMAX,     /* "softmax": mask + (online) softmax of one key tile */
     ATTN_REGION_PV,          /* "O+=PV": the product with V of one key tile (07 rungs 2+: its
-                              * issue; it completes under the next softmax) */
-    ATTN_REGION_EPILOGUE,    /* "epilogue": O / l, to bf16, to global memory */
+                              * issue; it completes under the next softmax, or the epilogue) */
+    ATTN_REGION_EPILOGUE,    /* "epilogue": O / l, to bf16, to global memory (07 rungs 2+: from
+                              * the wait for the last O+=PV) */
     ATTN_REGION_STATS,       /* "row stats": 04's sweep 1 on one key tile (row max and sum) */
     ATTN_REGION_TMA_Q,       /* "TMA Q": the producer issues a Q tile's TMA load (07) */
     ATTN_REGION_TMA_K,       /* "TMA K": the producer issues a K tile's TMA load (07) */
