@@ -115,7 +115,7 @@ $(BUILD)/07_hopper/%.cu.o: NVFLAGS := $(filter-out $(ARCH),$(NVFLAGS)) $(07_hopp
 # Stages with a regions build (common/regions.cuh, ./NN_x/run --regions): each of their .cu
 # files compiled a second time with -DATTN_REGIONS=1 into <file>.regions.cu.o, linked into the
 # same ./NN_x/run next to the plain objects (its kernels and stage object have their own names).
-REGIONS_STAGES := 04_efficient 05_flash
+REGIONS_STAGES := 04_efficient 05_flash 07_hopper
 $(BUILD)/%.regions.cu.o: %.cu $(FLAGS_STAMP) $(CU_HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -DATTN_REGIONS=1 -c $< -o $@

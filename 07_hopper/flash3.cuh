@@ -15,6 +15,7 @@
  *   issue_qk, issue_pv the two products as wgmma groups
  *   store_o            the epilogue: O / l -> bf16 -> the item's Q buffer -> global memory;
  *                      store_o_tma the same with a TMA store from the Q buffer
+ *   flash3_regions_start, FLASH3_KERNEL, FLASH3_RUNG   the regions build (below)
  *
  * Register layout of a consumer thread (warp w of its warpgroup, lane = 4g + t), from the wgmma
  * accumulator layout (common/sm90/wgmma.cuh): it owns rows 16w + g + 8h (h = 0, 1) of the
@@ -29,6 +30,31 @@
  * swizzle: [head_dim/64 panels][rows][64 bf16], 16-byte chunk c of row r at c ^ (r % 8)):
  *   QB x Q (BLOCK_M x head_dim; each item's O tile at its end), 2 x K, 2 x V (128 x head_dim),
  *   then the mbarriers.
+ * Region markers (./07_hopper/run --regions, common/regions.cuh). Every rung file is compiled
+ * twice: as is, and with -DATTN_REGIONS=1 (the Makefile's REGIONS_STAGES), where the markers
+ * stamp %globaltimer; in the plain build they are empty and the kernels compile to the same
+ * code as without them. A rung file follows one pattern, which a new rung copies:
+ *   - its kernels are named FLASH3_KERNEL(flash3_fwd_..._r<N>_sm90a) and its rung object
+ *     FLASH3_RUNG(N) (the regions build's copies get the suffix _regions);
+ *   - fwd_block gives the producer's thread and each consumer thread a context,
+ *     `attn_regions_ctx rg = flash3_regions_start(p);` (unit = the warpgroup: 0 the producer,
+ *     stamped by its one thread, 1 and 2 the consumers, stamped by their thread 0), passes it
+ *     down by reference and ends with attn_regions_finish(rg);
+ *   - attn_region_begin(rg, ATTN_REGION_...) / attn_region_end around each step, properly
+ *     nested (common/regions.h lists the ids):
+ *       producer:  wait free (an empty mbarrier) | TMA Q | TMA K | TMA V (expect_tx + the copy)
+ *       consumer:  wait Q | per key tile: wait K | wait turn (ping-pong) | S=QK^T (from the issue
+ *                  until the scores are in registers) | softmax (mask, online softmax, P packed,
+ *                  O rescaled) | wait V | O+=PV | then epilogue | hand-over (persistent rungs:
+ *                  the item's Q buffer handed back)
+ *     On rung 1 O+=PV runs from the product's issue to its completion. With the overlap (rung 2
+ *     on) O+=PV is the issue alone: a tile's S=QK^T region holds the previous tile's wait V and
+ *     O+=PV, whose product completes under the softmax (the softmax region ends once O is
+ *     rescaled); the item's last product completes at the start of the epilogue region.
+ *   The markers in the producer must stay cheap: its warpgroup has 24 registers (CI=true make
+ *   07_hopper fails on a spill or a setmaxnreg that ptxas ignores). hopper.cu registers the
+ *   build once, with the units' roles (ATTN_REGIONS_REGISTER_ROLES); tests/regions.bats runs
+ *   every rung file's regions build.
  * Sources: Shah et al. 2024, "FlashAttention-3" (arXiv 2407.08608), its hopper/ sources (mask,
  * softmax, named barriers, tile scheduler, epilogue each in one place); the PTX ISA sections
  * named in common/sm90/.
@@ -44,6 +70,7 @@
 #include <string.h>            /* memset (flash3_l2_sections, host) */
 
 #include "causal.cuh"
+#include "regions.cuh"
 #include "sm80/mma_sm80.cuh"   /* smem_addr, bf16x2_bits, exp2_approx, st_shared_b32, ld_shared_v4 */
 #include "sm90/mbarrier.cuh"
 #include "sm90/named_barrier.cuh"
@@ -74,6 +101,7 @@ typedef struct {
     int bh_count, q_tiles;     /* batch*heads; query tiles per head (persistent grid's work) */
     int l2_sections;           /* 1 .. bh_count: the sections of heads of flash3_section_item */
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
+    attn_regions_param regions;   /* the regions build's record buffer; empty otherwise */
 } flash3_params;
 
 /* The mbarriers, 8 bytes each after the tiles, by slot: per stage s, K full, V full (one
@@ -546,11 +574,26 @@ static __device__ __forceinline__ void store_o_tma(const flash3_params &p, const
     }
 }
 
+/* ---- the regions build ---------------------------------------------------------------------- */
+
+/* This thread's region context: unit = its warpgroup (0 the producer, 1 and 2 the consumers),
+ * stamped by the warpgroup's thread 0 (the producer's one thread). Call it in the producer's
+ * thread and in every consumer thread, after setmaxnreg. */
+static __device__ __forceinline__ attn_regions_ctx flash3_regions_start(const flash3_params &p)
+{
+    return attn_regions_start(p.regions, (int)(threadIdx.x >> 7), (threadIdx.x & 127) == 0);
+}
+
+/* A rung's kernel and rung object: the names as written in the plain build, + _regions in the
+ * regions build (both copies are linked into ./07_hopper/run). */
+#define FLASH3_KERNEL(name) ATTN_REGIONS_NAME(name)
+#define FLASH3_RUNG(n)      ATTN_REGIONS_NAME(flash3_rung_##n)
+
 /* ---- the rungs, as the host sees them ------------------------------------------------------- */
 
 /* One rung: its number, its one idea (for --help and the ladder table), its kernels (NULL where
  * it does not run that head_dim), and its launch: a persistent grid or one block per query tile,
- * QB Q buffers. Each rung file defines one (flash3_rung_1 ...). */
+ * QB Q buffers. Each rung file defines one (FLASH3_RUNG(1): flash3_rung_1 ...). */
 typedef struct {
     int number;
     const char *idea;
@@ -559,7 +602,7 @@ typedef struct {
     int q_buffers;
 } flash3_rung;
 
-extern const flash3_rung flash3_rung_1, flash3_rung_2, flash3_rung_3, flash3_rung_4,
-                         flash3_rung_5, flash3_rung_6;
+extern const flash3_rung FLASH3_RUNG(1), FLASH3_RUNG(2), FLASH3_RUNG(3), FLASH3_RUNG(4),
+                         FLASH3_RUNG(5), FLASH3_RUNG(6);
 
 #endif

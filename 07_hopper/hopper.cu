@@ -23,7 +23,9 @@
  * seq >= 1. One launch per forward, no extra device memory. Built for sm_90a only (wgmma exists
  * on compute capability 9.0 alone; the Makefile's 07_hopper_ARCH).
  *
- * Kernel names: flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a.
+ * Kernel names: flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a; the
+ * regions build (--regions, flash3.cuh) adds _regions. Its units are the warpgroups: the
+ * producer, consumer 0, consumer 1.
  */
 #include <cuda.h>              /* CUtensorMap and its enums (types only: no -lcuda) */
 #include <cudaTypedefs.h>      /* PFN_cuTensorMapEncodeTiled_v12000 */
@@ -38,13 +40,20 @@
 #include "tiled_stage.h"
 #include "flash3.cuh"
 
-/* The ladder, in order. */
-static const flash3_rung *const RUNGS[] = { &flash3_rung_1, &flash3_rung_2, &flash3_rung_3,
-                                            &flash3_rung_4, &flash3_rung_5, &flash3_rung_6 };
+/* The ladder, in order (in the regions build, its instrumented copies: flash3.cuh). */
+static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &FLASH3_RUNG(3),
+                                            &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
-/* --rung N (0: not given, the default below). */
-static int g_rung = 0;
+/* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
+ * the regions build, both linked into ./07_hopper/run); the harness parses the flags with the
+ * plain build's stage object only, so the one variable lives there and the regions build reads
+ * it: --regions runs the rung that --rung chose. */
+#if defined(ATTN_REGIONS) && ATTN_REGIONS
+extern int flash3_rung_flag;
+#else
+int flash3_rung_flag = 0;
+#endif
 
 static const void *rung_kernel(const flash3_rung *r, int head_dim)
 {
@@ -55,7 +64,7 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
  * chapter's kernel). */
 static const flash3_rung *rung_for(int head_dim)
 {
-    if (g_rung > 0) return RUNGS[g_rung - 1];
+    if (flash3_rung_flag > 0) return RUNGS[flash3_rung_flag - 1];
     for (int i = N_RUNGS - 1; i > 0; --i)
         if (rung_kernel(RUNGS[i], head_dim)) return RUNGS[i];
     return RUNGS[0];
@@ -71,7 +80,7 @@ static size_t smem_for(const flash3_rung *r, int head_dim)
 static int flash3_parse_flag(const char *flag, const char *value)
 {
     if (strcmp(flag, "--rung") != 0) return 0;
-    g_rung = (int)attn_flag_uint(flag, value, 1, (uint64_t)N_RUNGS);
+    flash3_rung_flag = (int)attn_flag_uint(flag, value, 1, (uint64_t)N_RUNGS);
     return 2;
 }
 
@@ -209,6 +218,7 @@ static void flash3_forward(attn_problem *p)
     fp.o = (__nv_bfloat16 *)p->o;
     fp.seq = s->seq;
     fp.scale_log2 = p->scale * CUDART_L2E_F;
+    fp.regions = attn_regions_param_of(p);
     const flash3_rung *r = rung_for(s->head_dim);
     fp.bh_count = s->batch * s->heads;
     fp.q_tiles = (s->seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
@@ -253,3 +263,4 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* env_help */    NULL,
     /* check_env */   NULL,
 };
+ATTN_REGIONS_REGISTER_ROLES("warpgroup", "producer", "consumer 0", "consumer 1")

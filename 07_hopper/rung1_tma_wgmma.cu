@@ -23,7 +23,8 @@
  *
  * Kernels: flash3_fwd_bf16_causal_128x128_d<head_dim>_r1_sm90a, head_dim 64 and 128; grid
  * (batch*heads, query tiles), 384 threads, H3_SMEM_BYTES(D, 128, 1) bytes of dynamic shared
- * memory.
+ * memory. The regions build (--regions) compiles the same file again into copies named
+ * ..._regions (flash3.cuh, "Region markers").
  */
 #include "flash3.cuh"
 
@@ -31,31 +32,44 @@
  * n the K tile and the V tile into stage kv_stage(n), each as soon as the consumers have released
  * the tile that stage held before. */
 template <int D>
-static __device__ __forceinline__ void producer(const flash3_params &p, const flash3_block &b)
+static __device__ __forceinline__ void producer(const flash3_params &p, const flash3_block &b,
+                                                attn_regions_ctx &rg)
 {
     constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
     const flash3_item w = flash3_tile_item(p);
+    attn_region_begin(rg, ATTN_REGION_TMA_Q);
     mbar_arrive_expect_tx(q_full(b, 0), Q_BYTES);   /* the full box, even past seq */
     tma_load_4d(b.sQ, &p.q_map, q_full(b, 0), 0, w.m0, 0, w.bh);
+    attn_region_end(rg, ATTN_REGION_TMA_Q);
     for (int u = 0; u < w.n_end; ++u) {
         const int s = kv_stage(u);
         const uint32_t parity = kv_phase(u) ^ 1u;
+        attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
         mbar_wait(k_empty(b, s), parity);
+        attn_region_end(rg, ATTN_REGION_WAIT_FREE);
+        attn_region_begin(rg, ATTN_REGION_TMA_K);
         mbar_arrive_expect_tx(k_full(b, s), KV_BYTES);
         tma_load_4d(b.sK + s * KV_BYTES, &p.k_map, k_full(b, s), 0, u * H3_BLOCK_N, 0, w.bh);
+        attn_region_end(rg, ATTN_REGION_TMA_K);
+        attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
         mbar_wait(v_empty(b, s), parity);
+        attn_region_end(rg, ATTN_REGION_WAIT_FREE);
+        attn_region_begin(rg, ATTN_REGION_TMA_V);
         mbar_arrive_expect_tx(v_full(b, s), KV_BYTES);
         tma_load_4d(b.sV + s * KV_BYTES, &p.v_map, v_full(b, s), 0, u * H3_BLOCK_N, 0, w.bh);
+        attn_region_end(rg, ATTN_REGION_TMA_V);
     }
 }
 
 /* Consumer warpgroup cwg (0, 1) on item it, whose Q is in buffer sQ (full barrier completion
  * parity q_parity) and whose key tile n is the block's key tile u0 + n: query rows
- * m0 + 64cwg .. m0 + 64cwg + 63, all its key tiles, then its rows of O. */
+ * m0 + 64cwg .. m0 + 64cwg + 63, all its key tiles, then its rows of O. rg: the warpgroup's
+ * region markers (flash3.cuh; nothing outside the regions build). */
 template <int D>
 static __device__ __forceinline__ void consume_item(const flash3_params &p, const flash3_block &b,
                                                     int cwg, const flash3_item &it, uint32_t sQ,
-                                                    uint32_t q_bar, uint32_t q_parity, int u0)
+                                                    uint32_t q_bar, uint32_t q_parity, int u0,
+                                                    attn_regions_ctx &rg)
 {
     constexpr int BN = H3_BLOCK_N;
     constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, BN);
@@ -71,18 +85,25 @@ static __device__ __forceinline__ void consume_item(const flash3_params &p, cons
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
 
+    attn_region_begin(rg, ATTN_REGION_WAIT_Q);
     mbar_wait(q_bar, q_parity);
+    attn_region_end(rg, ATTN_REGION_WAIT_Q);
     for (int n = 0; n < it.n_end; ++n) {
         const int s = kv_stage(u0 + n);
         const uint32_t phase = kv_phase(u0 + n);
         const uint32_t kv_off = (uint32_t)s * KV_BYTES;
         float sacc[BN / 2];
+        attn_region_begin(rg, ATTN_REGION_WAIT_K);
         mbar_wait(k_full(b, s), phase);
+        attn_region_end(rg, ATTN_REGION_WAIT_K);
+        attn_region_begin(rg, ATTN_REGION_S);
         issue_qk<D>(sacc, q_desc, k_desc, kv_off);
         wgmma_wait<0>();
         wgmma_fence_regs(sacc);
+        attn_region_end(rg, ATTN_REGION_S);
         warp_release(k_empty(b, s));          /* this warp is done with K[n] */
 
+        attn_region_begin(rg, ATTN_REGION_SOFTMAX);
         const int key0 = n * BN;
         if (tile_needs_mask(key0, r0, seq)) mask_tile<BN>(sacc, row0, key0, seq, t);
         uint32_t pk[BN / 16][4];
@@ -90,14 +111,21 @@ static __device__ __forceinline__ void consume_item(const flash3_params &p, cons
         online_softmax<BN>(sacc, m_run, l_run, alpha, c);
         pack_p<BN>(sacc, pk);
         rescale_o<D>(o, alpha);
+        attn_region_end(rg, ATTN_REGION_SOFTMAX);
 
+        attn_region_begin(rg, ATTN_REGION_WAIT_V);
         mbar_wait(v_full(b, s), phase);
+        attn_region_end(rg, ATTN_REGION_WAIT_V);
+        attn_region_begin(rg, ATTN_REGION_PV);
         issue_pv<D>(o, pk, v_desc, kv_off);
         wgmma_wait<0>();
         wgmma_fence_regs(o);
+        attn_region_end(rg, ATTN_REGION_PV);
         warp_release(v_empty(b, s));          /* this warp is done with V[n] */
     }
+    attn_region_begin(rg, ATTN_REGION_EPILOGUE);
     store_o<D>(p, it, sQ, cwg, o, l_run);
+    attn_region_end(rg, ATTN_REGION_EPILOGUE);
 }
 
 /* One block: the query tile of flash3_tile_item; 384 threads = the producer warpgroup
@@ -108,16 +136,22 @@ static __device__ __forceinline__ void fwd_block(const flash3_params &p)
     const flash3_block b = flash3_block_init<D, 1>(p);
     if (threadIdx.x >> 7 == 0) {
         setmaxnreg_dec<H3_PRODUCER_REGS>();
-        if (threadIdx.x == 0) producer<D>(p, b);
+        if (threadIdx.x == 0) {
+            attn_regions_ctx rg = flash3_regions_start(p);
+            producer<D>(p, b, rg);
+            attn_regions_finish(rg);
+        }
     } else {
         setmaxnreg_inc<H3_CONSUMER_REGS>();
+        attn_regions_ctx rg = flash3_regions_start(p);
         const flash3_item it = flash3_tile_item(p);
-        consume_item<D>(p, b, (int)(threadIdx.x >> 7) - 1, it, b.sQ, q_full(b, 0), 0, 0);
+        consume_item<D>(p, b, (int)(threadIdx.x >> 7) - 1, it, b.sQ, q_full(b, 0), 0, 0, rg);
+        attn_regions_finish(rg);
     }
 }
 
 __global__ void __launch_bounds__(H3_THREADS, 1)
-flash3_fwd_bf16_causal_128x128_d64_r1_sm90a(const __grid_constant__ flash3_params p)
+FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d64_r1_sm90a)(const __grid_constant__ flash3_params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fwd_block<64>(p);
@@ -125,16 +159,16 @@ flash3_fwd_bf16_causal_128x128_d64_r1_sm90a(const __grid_constant__ flash3_param
 }
 
 __global__ void __launch_bounds__(H3_THREADS, 1)
-flash3_fwd_bf16_causal_128x128_d128_r1_sm90a(const __grid_constant__ flash3_params p)
+FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d128_r1_sm90a)(const __grid_constant__ flash3_params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     fwd_block<128>(p);
 #endif
 }
 
-const flash3_rung flash3_rung_1 = {
+const flash3_rung FLASH3_RUNG(1) = {
     1, "TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg 24/240",
-    (const void *)flash3_fwd_bf16_causal_128x128_d64_r1_sm90a,
-    (const void *)flash3_fwd_bf16_causal_128x128_d128_r1_sm90a,
+    (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d64_r1_sm90a),
+    (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d128_r1_sm90a),
     /* persistent */ 0, /* q_buffers */ 1,
 };

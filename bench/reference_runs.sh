@@ -13,7 +13,8 @@
 #   run.txt                the `run` line: date, GPU, driver, CUDA, nvcc, cuDNN, PyTorch versions
 #   NN_x.txt, NN_x.json    every stage at the blog's shape 8x16x1024x64: the full printed output
 #                          (stdout; stderr, if any, in NN_x.err) and the trace
-#   07_hopper_rungN.*      the same for each rung of 07's ladder, where ./07_hopper/run has --rung
+#   07_hopper_rungN.*      the same for each rung of 07's ladder, where ./07_hopper/run has --rung,
+#                          with the regions pass (--regions: the regions table and trace tracks)
 #   shapes/NN_x_SHAPE.txt  every stage at the three bench shapes, --quiet (its summary line)
 #   peers.md, peers.txt    python3 bench/peers.py at the three shapes (needs PyTorch)
 #   compare/               bench/compare.py render of the NN_x.txt outputs
@@ -106,7 +107,7 @@ if [ "$part" = all ] || [ "$part" = stages ]; then
             ./07_hopper/run --rung "$n" --batch 1 --heads 1 --seq 64 --warmup 0 --steps 1 \
                 --trace none --quiet --no-counters >/dev/null 2>&1
             [ $? -eq 2 ] && break          # past the last rung (or one this GPU refuses)
-            one "07_hopper_rung$n" --rung "$n"
+            one "07_hopper_rung$n" --rung "$n" --regions
         done
     else
         say "07_hopper has no --rung: the default kernel only"

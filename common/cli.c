@@ -93,7 +93,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "                    nothing printed, or 2 and the one line a run would print; no device\n"
             "                    is looked for (make compare, make sanitize and bench/ ask this)\n"
             "  --regions [N]     one more forward with the region markers compiled in (stages with a\n"
-            "                    regions build: 04, 05): the regions of SMs 0..N-1 (default %d)\n"
+            "                    regions build: 04, 05, 07): the regions of SMs 0..N-1 (default %d)\n"
             "                    as trace tracks and a summary; the build is checked like the kernel\n"
             "%s%s"
             "  --help            this text\n"

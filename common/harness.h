@@ -92,7 +92,8 @@ typedef struct {
 /* Each stage defines the one stage object the harness runs. Its regions build (the same file
  * compiled with -DATTN_REGIONS=1, common/regions.cuh) defines attn_stage_regions_def instead and
  * publishes it as attn_regions_build_def (ATTN_REGIONS_REGISTER): who stamps ("warp" or
- * "warpgroup") and the instrumented stage, whose forward launches the stamping kernel. */
+ * "warpgroup", with their roles if they differ) and the instrumented stage, whose forward
+ * launches the stamping kernel. */
 #if defined(ATTN_REGIONS) && ATTN_REGIONS
 #define ATTN_STAGE_SYMBOL attn_stage_regions_def
 #else
@@ -103,6 +104,8 @@ extern const attn_stage ATTN_STAGE_SYMBOL;
 typedef struct {
     const attn_stage *stage;   /* the regions build's stage object */
     const char *unit;          /* "warp" or "warpgroup" */
+    const char *const *roles;  /* each unit index's role ("producer", "consumer 0", ...), ending
+                                * in NULL; NULL: the units have no roles (every warp alike) */
 } attn_regions_build;
 
 /* ---- a stage's own integer flag -------------------------------------------------------------

@@ -6,10 +6,12 @@
 #include "regions.h"
 #include "trace.h"
 
-static const char *const REGION_NAMES[ATTN_REGION_COUNT] = {
+static const char *const REGION_NAMES[] = {
     "load", "S=QK^T", "softmax", "O+=PV", "epilogue", "row stats",
-    "TMA issue", "wait free", "wait K", "wait V", "hand-over",
+    "TMA Q", "TMA K", "TMA V", "wait free", "wait Q", "wait K", "wait V", "wait turn", "hand-over",
 };
+_Static_assert(sizeof REGION_NAMES / sizeof REGION_NAMES[0] == ATTN_REGION_COUNT,
+               "one name per region id");
 
 const char *attn_region_name(int region)
 {
@@ -19,7 +21,8 @@ const char *attn_region_name(int region)
 int attn_region_is_wait(int region)
 {
     return region == ATTN_REGION_LOAD || region == ATTN_REGION_WAIT_FREE ||
-           region == ATTN_REGION_WAIT_K || region == ATTN_REGION_WAIT_V;
+           region == ATTN_REGION_WAIT_Q || region == ATTN_REGION_WAIT_K ||
+           region == ATTN_REGION_WAIT_V || region == ATTN_REGION_WAIT_TURN;
 }
 
 /* ---- decoding ------------------------------------------------------------------------------ */
@@ -203,6 +206,15 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The role of unit index u ("consumer 0"), NULL if the build names none. */
+static const char *unit_role(const regions_result *r, int u)
+{
+    if (!r->roles) return NULL;
+    for (int i = 0; r->roles[i]; i++)
+        if (i == u) return r->roles[i];
+    return NULL;
+}
+
 void regions_print_summary(FILE *f, const regions_result *r, const char *stage)
 {
     const char *unit = r->unit_name ? r->unit_name : "unit";
@@ -211,19 +223,25 @@ void regions_print_summary(FILE *f, const regions_result *r, const char *stage)
     size_t cnt[ATTN_REGION_COUNT][MAX_UNITS] = {{0}};
     double waited[MAX_UNITS] = {0}, life[MAX_UNITS] = {0};
     size_t blocks = 0;
-    /* events are sorted by (sm, slot, unit, start): a stream's events are contiguous per slot */
+    /* events are sorted by (sm, slot, unit, start, depth): a stream's events are contiguous per
+     * slot, each region after the ones it is nested in */
     for (size_t i = 0; i < r->n_events;) {
         const region_event *e0 = &r->events[i];
         size_t j = i;
         uint64_t t0 = UINT64_MAX, t1 = 0;
+        int wait_at[MAX_DEPTH] = {0};   /* the latest region at each depth is a wait */
         while (j < r->n_events && r->events[j].sm == e0->sm && r->events[j].slot == e0->slot &&
                r->events[j].unit == e0->unit) {
             const region_event *e = &r->events[j];
             const double d = (double)(e->end_ns - e->start_ns) * 1e-3;
+            const int depth = e->depth < MAX_DEPTH ? e->depth : MAX_DEPTH - 1;
+            int in_wait = 0;                             /* nested in a wait: counted there */
+            for (int q = 0; q < depth; q++) in_wait |= wait_at[q];
+            wait_at[depth] = attn_region_is_wait(e->region);
             if (e->unit < MAX_UNITS && e->region < ATTN_REGION_COUNT) {
                 sum[e->region][e->unit] += d;
                 cnt[e->region][e->unit]++;
-                if (e->depth == 0 && attn_region_is_wait(e->region)) waited[e->unit] += d;
+                if (wait_at[depth] && !in_wait) waited[e->unit] += d;
             }
             /* a track holds its slot's blocks one after another: lifetime per block */
             if (j > i && e->block != r->events[j - 1].block) {
@@ -258,7 +276,9 @@ void regions_print_summary(FILE *f, const regions_result *r, const char *stage)
     fprintf(f, "  %-12s", "mean us (n)");
     for (int u = 0; u < units; u++) {
         char h[32];
-        snprintf(h, sizeof h, "%s %d", unit, u);
+        const char *role = unit_role(r, u);
+        if (role) snprintf(h, sizeof h, "%s", role);
+        else snprintf(h, sizeof h, "%s %d", unit, u);
         fprintf(f, " %16s", h);
     }
     fputc('\n', f);
@@ -330,8 +350,13 @@ void regions_trace_events(FILE *f, const regions_result *r, uint64_t base_ns, in
                               e->slot != r->events[i - 1].slot || e->unit != r->events[i - 1].unit;
         if (new_track) {
             tid++;
-            snprintf(name, sizeof name, "SM %u slot %d %s %u", (unsigned)e->sm, e->slot, unit,
-                     (unsigned)e->unit);
+            const char *role = unit_role(r, e->unit);
+            if (role)
+                snprintf(name, sizeof name, "SM %u slot %d %s %u (%s)", (unsigned)e->sm, e->slot,
+                         unit, (unsigned)e->unit, role);
+            else
+                snprintf(name, sizeof name, "SM %u slot %d %s %u", (unsigned)e->sm, e->slot, unit,
+                         (unsigned)e->unit);
             ev_sep(f, first);
             fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": %" PRIu32
                     ", \"tid\": %" PRIu32 ", \"args\": {\"name\": ", pid, tid);

@@ -13,7 +13,8 @@
  * empty inline function: the students' kernel compiles to the same SASS as without them. The
  * regions build is a second copy of the stage in the same binary: its kernels are named with
  * ATTN_REGIONS_NAME (suffix _regions), its stage object is attn_stage_regions_def (harness.h)
- * and ATTN_REGIONS_REGISTER("warp") publishes it to the harness (--regions).
+ * and ATTN_REGIONS_REGISTER("warp") publishes it to the harness (--regions);
+ * ATTN_REGIONS_REGISTER_ROLES also names the units' roles (07: producer, consumer 0, ...).
  *
  * A stamp: %globaltimer (PTX ISA, "Special Registers: %globaltimer": a 64-bit ns clock shared
  * by the whole GPU) and %smid ("Special Registers: %smid"), read with asm volatile + a memory
@@ -116,9 +117,15 @@ static __device__ __forceinline__ void attn_regions_finish(attn_regions_ctx &c)
 }
 
 /* Publishes the stage object of this build to the harness (run.c looks for it). unit: "warp" or
- * "warpgroup", who stamps. */
+ * "warpgroup", who stamps. ATTN_REGIONS_REGISTER_ROLES also names each unit index's role, in
+ * order (unit 0 first), for the summary's columns and the track names:
+ *     ATTN_REGIONS_REGISTER_ROLES("warpgroup", "producer", "consumer 0", "consumer 1") */
 #define ATTN_REGIONS_REGISTER(unit_name) \
-    extern "C" const attn_regions_build attn_regions_build_def = { &ATTN_STAGE_SYMBOL, unit_name };
+    extern "C" const attn_regions_build attn_regions_build_def = { &ATTN_STAGE_SYMBOL, unit_name, NULL };
+#define ATTN_REGIONS_REGISTER_ROLES(unit_name, ...) \
+    static const char *const attn_regions_roles_[] = { __VA_ARGS__, NULL }; \
+    extern "C" const attn_regions_build attn_regions_build_def = { &ATTN_STAGE_SYMBOL, unit_name, \
+                                                                   attn_regions_roles_ };
 
 #else /* the plain build: nothing */
 
@@ -144,6 +151,7 @@ static __device__ __forceinline__ void attn_region_end(attn_regions_ctx &c, attn
 static __device__ __forceinline__ void attn_regions_finish(attn_regions_ctx &c) { (void)c; }
 
 #define ATTN_REGIONS_REGISTER(unit_name)
+#define ATTN_REGIONS_REGISTER_ROLES(unit_name, ...)
 
 #endif
 #endif

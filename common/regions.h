@@ -36,16 +36,24 @@ extern "C" {
  * one thing on every timeline. A stage stamps the ones its chapter talks about. */
 typedef enum {
     ATTN_REGION_LOAD = 0,    /* "load": wait for this tile's copies, barrier, issue the next (04, 05) */
-    ATTN_REGION_S,           /* "S=QK^T": the scores of one key tile (07: its wgmma) */
+    ATTN_REGION_S,           /* "S=QK^T": the scores of one key tile (07: from the wgmma's issue
+                              * until the scores are in registers) */
     ATTN_REGION_SOFTMAX,     /* "softmax": mask + (online) softmax of one key tile */
-    ATTN_REGION_PV,          /* "O+=PV": the product with V of one key tile */
-    ATTN_REGION_EPILOGUE,    /* "epilogue": O / l, to bf16, to global memory */
+    ATTN_REGION_PV,          /* "O+=PV": the product with V of one key tile (07 rungs 2+: its
+                              * issue; it completes under the next softmax, or the epilogue) */
+    ATTN_REGION_EPILOGUE,    /* "epilogue": O / l, to bf16, to global memory (07 rungs 2+: from
+                              * the wait for the last O+=PV) */
     ATTN_REGION_STATS,       /* "row stats": 04's sweep 1 on one key tile (row max and sum) */
-    ATTN_REGION_TMA_ISSUE,   /* "TMA issue": the producer issues a stage's TMA loads (07) */
-    ATTN_REGION_WAIT_FREE,   /* "wait free": the producer waits for a free pipeline stage (07) */
+    ATTN_REGION_TMA_Q,       /* "TMA Q": the producer issues a Q tile's TMA load (07) */
+    ATTN_REGION_TMA_K,       /* "TMA K": the producer issues a K tile's TMA load (07) */
+    ATTN_REGION_TMA_V,       /* "TMA V": the producer issues a V tile's TMA load (07) */
+    ATTN_REGION_WAIT_FREE,   /* "wait free": the producer waits for a free stage or Q buffer (07) */
+    ATTN_REGION_WAIT_Q,      /* "wait Q": a consumer waits for its work item's Q tile (07) */
     ATTN_REGION_WAIT_K,      /* "wait K": a consumer waits for its K tile (07) */
     ATTN_REGION_WAIT_V,      /* "wait V": a consumer waits for its V tile (07) */
-    ATTN_REGION_HANDOVER,    /* "hand-over": a persistent block moves to its next query tile (07) */
+    ATTN_REGION_WAIT_TURN,   /* "wait turn": a consumer waits for its turn to issue (07 ping-pong) */
+    ATTN_REGION_HANDOVER,    /* "hand-over": a persistent block's consumers hand an item's Q
+                              * buffer back to the producer (07) */
     ATTN_REGION_COUNT
 } attn_region;
 
@@ -78,7 +86,8 @@ typedef struct attn_regions_arg {
 
 /* Name of a region id ("S=QK^T"), "?" out of range. */
 const char *attn_region_name(int region);
-/* 1 if the region is a wait (load, wait free, wait K, wait V): the summary's waited share. */
+/* 1 if the region is a wait (load, wait free, wait Q, wait K, wait V, wait turn): the summary's
+ * waited share. */
 int attn_region_is_wait(int region);
 
 /* ---- the decoder --------------------------------------------------------------------------- */
@@ -107,6 +116,7 @@ typedef struct regions_result {
     size_t n_streams;            /* (block, unit) streams */
     uint32_t sm_limit;
     const char *unit_name;       /* "warp" or "warpgroup" */
+    const char *const *roles;    /* each unit index's role, ending in NULL; may be NULL */
     const char *kernel;          /* the instrumented kernel's name, for the trace (may be NULL) */
 } regions_result;
 
@@ -126,15 +136,17 @@ int regions_decode(const attn_region_rec *rec, size_t n, const attn_regions_head
 void regions_free(regions_result *r);
 
 /* The terminal summary: one line on what was recorded (SMs, blocks, units, regions, kernel span,
- * the decoder's findings), then per region the mean duration (us) and count per unit index, and
- * per unit index the share of its lifetime (first begin to last end, summed over its blocks)
- * spent in waits. */
+ * the decoder's findings), then per region the mean duration (us) and count per unit index (a
+ * column per unit, headed by its role where the build names one), and per unit index the share
+ * of its lifetime (first begin to last end, summed over its blocks) spent in waits (a wait at
+ * any depth; one nested in another wait counted once, in the outer one). */
 void regions_print_summary(FILE *f, const regions_result *r, const char *stage);
 
 /* The trace events (Chrome trace JSON, after the others in traceEvents; first: no event written
  * yet, updated): one process "GPU <device> regions", one kernel event spanning the pass's
  * kernel (t_first .. t_last) on tid 0, and one track per (SM, slot, unit), tid 1.., named
- * "SM <sm> slot <slot> <unit> <u>", holding its regions as complete events (cat "gpu_region").
+ * "SM <sm> slot <slot> <unit> <u>" (+ " (<role>)" where the build names one), holding its
+ * regions as complete events (cat "gpu_region").
  * ts relative to base_ns, µs with 3 decimals. */
 void regions_trace_events(FILE *f, const regions_result *r, uint64_t base_ns, int device, int *first);
 

@@ -100,6 +100,7 @@ void regions_pass_run(const attn_regions_build *rb, const attn_stage *plain_stag
         die_usage("--regions: %zu records do not fit in host memory", n);
     out->decoded.sm_limit = (uint32_t)sm_limit;
     out->decoded.unit_name = rb->unit;
+    out->decoded.roles = rb->roles;
 
     if (stage->teardown) stage->teardown(&p);
     free(ho);

@@ -183,7 +183,7 @@ int main(int argc, char **argv)
     const attn_regions_build *regions_build = &attn_regions_build_def;
     if (opt.regions && !regions_build)
         die_usage("--regions: %s has no regions build (the stages with region markers: "
-                  "04_efficient, 05_flash)", stage->name);
+                  "04_efficient, 05_flash, 07_hopper)", stage->name);
 
     /* What the stage refuses whatever the device (a head_dim, a length), before any GPU work. */
     if (stage->supports && stage->supports(s, NULL, why, sizeof why) != 0)

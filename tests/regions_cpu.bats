@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # CPU-only: the regions decoder, summary and trace tracks (common/regions.c) on the synthetic
-# records of tests/unit/regions_tests.c (the cases and their times are listed there), and the
-# --regions flag's refusals.
+# records of tests/unit/regions_tests.c (the cases and their times are listed there), the
+# queries of tests/regions_query.py on their traces, and the --regions flag's refusals.
 load helpers
 bats_require_minimum_version 1.5.0
 
@@ -97,12 +97,91 @@ setup() {
     [ "${lines[2]}" = "overlap=0" ]
 }
 
+@test "regions summary, 07's units: a column per role, waits nested in S counted, one line per region" {
+    run "$UNIT" regions-summary pingpong
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "regions: 07_hopper, SMs 0-1 recorded: 1 blocks, 3 warpgroups, 26 regions; kernel 1.250 us" ]
+    [ "$(echo ${lines[1]})" = "mean us (n) producer consumer 0 consumer 1" ]
+    [ "$(echo ${lines[2]})" = "S=QK^T - 0.210 (2) 0.350 (1)" ]
+    [ "$(echo ${lines[3]})" = "softmax - 0.250 (2) 0.400 (1)" ]
+    [ "$(echo ${lines[4]})" = "O+=PV - 0.030 (2) 0.030 (1)" ]
+    [ "$(echo ${lines[5]})" = "epilogue - 0.050 (1) 0.100 (1)" ]
+    [ "$(echo ${lines[6]})" = "TMA Q 0.010 (1) - -" ]
+    [ "$(echo ${lines[7]})" = "TMA K 0.010 (1) - -" ]
+    [ "$(echo ${lines[8]})" = "TMA V 0.010 (1) - -" ]
+    [ "$(echo ${lines[9]})" = "wait free 0.010 (2) - -" ]
+    [ "$(echo ${lines[10]})" = "wait Q - 0.200 (1) 0.200 (1)" ]
+    [ "$(echo ${lines[11]})" = "wait K - 0.010 (2) 0.010 (1)" ]
+    [ "$(echo ${lines[12]})" = "wait V - 0.025 (2) 0.010 (1)" ]
+    [ "$(echo ${lines[13]})" = "wait turn - 0.010 (1) 0.140 (1)" ]
+    # producer 20 of 50 ns; consumer 0: wait Q 200 + wait K 20 + wait turn 10 + wait V (inside
+    # S) 50 of 1200 ns; consumer 1: 200 + 10 + 140 + 10 of 1200 ns
+    [ "$(echo ${lines[14]})" = "waited 40.0% 23.3% 30.0%" ]
+    [ "${#lines[@]}" -eq 15 ]
+}
+
+@test "regions trace, 07's units: one track per warpgroup named by its role; nested regions are not overlaps" {
+    run "$UNIT" regions-trace pingpong "$BATS_TEST_TMPDIR/p.json"
+    [ "$status" -eq 0 ]
+    run python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/p.json" tracks
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "$(printf 'SM 0 slot 0 warpgroup 0 (producer)\t5')" ]
+    [ "${lines[1]}" = "$(printf 'SM 0 slot 0 warpgroup 1 (consumer 0)\t13')" ]
+    [ "${lines[2]}" = "$(printf 'SM 0 slot 0 warpgroup 2 (consumer 1)\t8')" ]
+    [ "${lines[3]}" = "tracks=3" ]
+    run python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/p.json" inside
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "kernels=1" ]
+    [ "${lines[1]}" = "outside=0" ]
+    [ "${lines[2]}" = "overlap=0" ]
+}
+
+@test "regions_query first_load: the producer's first TMA K against each consumer's first S, per block" {
+    run "$UNIT" regions-trace pingpong "$BATS_TEST_TMPDIR/p.json"
+    [ "$status" -eq 0 ]
+    run python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/p.json" first_load
+    [ "$status" -eq 0 ]
+    [ "$output" = "blocks=1 missing=0 violations=0" ]
+    # the K load ends at 410 ns, after consumer 0's first S began at 320
+    run "$UNIT" regions-trace pingpong-overlap "$BATS_TEST_TMPDIR/o.json"
+    [ "$status" -eq 0 ]
+    run python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/o.json" first_load
+    [ "$status" -eq 0 ]
+    [ "$output" = "blocks=1 missing=0 violations=1" ]
+    # a block without consumers' regions is missing, not passed
+    run "$UNIT" regions-trace pairs "$BATS_TEST_TMPDIR/w.json"
+    [ "$status" -eq 0 ]
+    run python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/w.json" first_load
+    [ "$status" -eq 0 ]
+    [ "$output" = "blocks=4 missing=4 violations=0" ]
+}
+
+@test "regions_query pingpong: overlapping O+=PV of the two consumers counted; each softmax's share under the other's products" {
+    run "$UNIT" regions-trace pingpong "$BATS_TEST_TMPDIR/p.json"
+    [ "$status" -eq 0 ]
+    run python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/p.json" pingpong
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "blocks=1" ]
+    [ "${lines[1]}" = "pv_overlap=0" ]
+    # consumer 0: softmax 600-900 under consumer 1's S 450-800 for 200 of its 500 ns;
+    # consumer 1: softmax 800-1200 under consumer 0's S 910-1050 for 140 of 400 ns
+    [ "${lines[2]}" = "softmax_share_c0=0.400" ]
+    [ "${lines[3]}" = "softmax_share_c1=0.350" ]
+    [ "${#lines[@]}" -eq 4 ]
+    # consumer 1's O+=PV 440-460 overlaps consumer 0's 420-450
+    run "$UNIT" regions-trace pingpong-overlap "$BATS_TEST_TMPDIR/o.json"
+    [ "$status" -eq 0 ]
+    run python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/o.json" pingpong
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "pv_overlap=1" ]
+}
+
 @test "--regions: a stage without a regions build refuses it with one line, exit 2 (no GPU needed)" {
     make -s -C "$ROOT" 02_inplace
     run "$ROOT/02_inplace/run" --regions
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
-    [ "${lines[0]}" = "--regions: 02_inplace has no regions build (the stages with region markers: 04_efficient, 05_flash)" ]
+    [ "${lines[0]}" = "--regions: 02_inplace has no regions build (the stages with region markers: 04_efficient, 05_flash, 07_hopper)" ]
 }
 
 @test "--regions: a bad count is refused with one line, exit 2" {

@@ -8,6 +8,18 @@
     regions_query.py TRACE order      05's barrier order: per block and key tile n, every warp's
                                       n-th "load" after the prologue begins no later than any
                                       warp's n-th S begins: "tiles=N violations=N"
+    regions_query.py TRACE first_load 07: per block, the producer's (warpgroup 0) first "TMA K"
+                                      ends no later than each consumer's (warpgroups 1, 2) first
+                                      S begins: "blocks=N missing=N violations=N" (missing: a
+                                      block without a TMA K or without a consumer's S)
+    regions_query.py TRACE pingpong   07's two consumers (warpgroups 1, 2) of each block that has
+                                      both: "blocks=N", "pv_overlap=N" pairs of one consumer's
+                                      O+=PV and the other's that overlap in time, then per
+                                      consumer c (0, 1) "softmax_share_c<c>=F": the fraction of its
+                                      softmax time during which the other consumer is inside its
+                                      S=QK^T or O+=PV regions (their union), over all blocks
+Times are compared in integer ns (the trace's us with 3 decimals); two regions overlap when each
+begins before the other ends (touching ends do not overlap).
 """
 import json
 import sys
@@ -26,6 +38,46 @@ def load(path):
     return names, regions, kernels
 
 
+def ns(x):
+    return int(round(x * 1000))
+
+
+def span(e):
+    return ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+
+
+def unit_of(e):
+    a = e["args"]
+    return a["warpgroup"] if "warpgroup" in a else a["warp"]
+
+
+def by_block_unit(regions):
+    """{block: {unit: [event, ...]}}"""
+    per = defaultdict(lambda: defaultdict(list))
+    for e in regions:
+        per[e["args"]["block"]][unit_of(e)].append(e)
+    return per
+
+
+def union(spans):
+    """The union of [s, t) spans, as sorted disjoint spans."""
+    out = []
+    for s, t in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], t)
+        else:
+            out.append([s, t])
+    return out
+
+
+def covered(s, t, spans):
+    """ns of [s, t) inside the disjoint spans."""
+    return sum(max(0, min(t, b) - max(s, a)) for a, b in spans)
+
+
+PRODUCTS = ("S=QK^T", "O+=PV")
+
+
 def main():
     path, what = sys.argv[1], sys.argv[2]
     names, regions, kernels = load(path)
@@ -37,12 +89,11 @@ def main():
             print("%s\t%d" % (name, count[name]))
         print("tracks=%d" % len(count))
     elif what == "inside":
-        k = kernels[0]
-        k0, k1 = k["ts"], k["ts"] + k["dur"]
-        outside = sum(1 for e in regions if e["ts"] < k0 or e["ts"] + e["dur"] > k1)
+        k0, k1 = span(kernels[0])
+        outside = sum(1 for e in regions if span(e)[0] < k0 or span(e)[1] > k1)
         by_track = defaultdict(list)
         for e in regions:
-            by_track[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+            by_track[(e["pid"], e["tid"])].append(span(e))
         overlap = 0
         for spans in by_track.values():
             spans.sort(key=lambda s: (s[0], -s[1]))
@@ -71,6 +122,42 @@ def main():
                 if loads and scores and max(loads) > min(scores):
                     violations += 1
         print("tiles=%d violations=%d" % (tiles, violations))
+    elif what == "first_load":
+        blocks = missing = violations = 0
+        for block, units in sorted(by_block_unit(regions).items()):
+            blocks += 1
+            loads = [span(e)[1] for e in units.get(0, []) if e["name"] == "TMA K"]
+            firsts = []
+            for c in (1, 2):
+                s = [span(e)[0] for e in units.get(c, []) if e["name"] == "S=QK^T"]
+                if s:
+                    firsts.append(min(s))
+            if not loads or len(firsts) != 2:
+                missing += 1
+            elif min(loads) > min(firsts):
+                violations += 1
+        print("blocks=%d missing=%d violations=%d" % (blocks, missing, violations))
+    elif what == "pingpong":
+        blocks = overlap = 0
+        soft = [0, 0]
+        under = [0, 0]
+        for block, units in sorted(by_block_unit(regions).items()):
+            if 1 not in units or 2 not in units:
+                continue
+            blocks += 1
+            pv = [[span(e) for e in units[c] if e["name"] == "O+=PV"] for c in (1, 2)]
+            overlap += sum(1 for a in pv[0] for b in pv[1] if a[0] < b[1] and b[0] < a[1])
+            products = [union(span(e) for e in units[c] if e["name"] in PRODUCTS) for c in (1, 2)]
+            for i in (0, 1):
+                for e in units[1 + i]:
+                    if e["name"] == "softmax":
+                        s, t = span(e)
+                        soft[i] += t - s
+                        under[i] += covered(s, t, products[1 - i])
+        print("blocks=%d" % blocks)
+        print("pv_overlap=%d" % overlap)
+        for i in (0, 1):
+            print("softmax_share_c%d=%.3f" % (i, under[i] / soft[i] if soft[i] else 0.0))
     else:
         sys.exit("unknown query %s" % what)
 
