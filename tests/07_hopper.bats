@@ -33,6 +33,29 @@ setup() {
     esac
 }
 
+# shape_flags BATCH HEADS SEQ HEAD_DIM: the run of shape_case.
+shape_flags() {
+    echo "07_hopper --batch $1 --heads $2 --seq $3 --head-dim $4 --check-rows all"
+}
+
+# The runs of the tests below, at once, before the first test (on a Hopper GPU).
+setup_file() {
+    local cases=() d c
+    [ "$(gpu_cc)" = "9.0" ] || return 0
+    while read -r c; do
+        # shellcheck disable=SC2086  # BATCH HEADS SEQ HEAD_DIM
+        cases+=("$(shape_flags $c)")
+    done < <(test_calls shape_case)
+    for d in 64 128; do
+        cases+=("07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #1"
+                "07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #2"
+                "07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #3"
+                "07_hopper --batch 2 --heads 16 --seq 2048 --head-dim $d")
+    done
+    cases+=("07_hopper" "07_hopper --batch 2 --heads 16 --seq 4096 --head-dim 128")
+    prerun "${cases[@]}"
+}
+
 kernel_for() {
     if [ "$1" = 64 ]; then echo "$D64_KERNEL"; else echo "$D128_KERNEL"; fi
 }
@@ -50,7 +73,8 @@ assert_flash3_kernels() {
 # shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; one kernel per step, no copy,
 # no extra bytes, a valid trace with the named kernel.
 shape_case() {
-    run_stage 07_hopper --batch "$1" --heads "$2" --seq "$3" --head-dim "$4" --check-rows all
+    # shellcheck disable=SC2046  # the run's words
+    stage_result $(shape_flags "$1" "$2" "$3" "$4")
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]
@@ -99,7 +123,7 @@ shape_case() {
     for d in 64 128; do
         local first="" this
         for i in 1 2 3; do
-            run_stage 07_hopper --batch 2 --heads 2 --seq 1000 --head-dim "$d" --seed 7 --check-rows all --quiet
+            stage_result 07_hopper --batch 2 --heads 2 --seq 1000 --head-dim "$d" --seed 7 --check-rows all --quiet "#$i"
             [ "$status" -eq 0 ]
             if [ -n "$(field o_hash)" ]; then
                 this="o_hash=$(field o_hash)"
@@ -115,7 +139,7 @@ shape_case() {
 }
 
 @test "07_hopper default shape: one kernel, grid and block in the details, table and trace" {
-    run_stage 07_hopper
+    stage_result 07_hopper
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]
@@ -149,7 +173,7 @@ shape_case() {
     local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 99424 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers, Kineto: 0%, "
     local d128_re="^  $D128_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 197728 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers \+ shared memory, Kineto: 0%, "
     for d in 64 128; do
-        run_stage 07_hopper --batch 2 --heads 16 --seq 2048 --head-dim "$d"
+        stage_result 07_hopper --batch 2 --heads 16 --seq 2048 --head-dim "$d"
         [ "$status" -eq 0 ]
         printf '%s\n' "$output" | grep -E "^  $(kernel_for "$d")\("
         if [ "$d" = 64 ]; then
@@ -161,7 +185,7 @@ shape_case() {
 }
 
 @test "07_hopper 2x16x4096x128: PASS on sampled rows, the d128 kernel" {
-    run_stage 07_hopper --batch 2 --heads 16 --seq 4096 --head-dim 128
+    stage_result 07_hopper --batch 2 --heads 16 --seq 4096 --head-dim 128
     echo "$output" | tail -n 3
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]
