@@ -16,18 +16,10 @@ setup() {
     case "$BATS_TEST_DESCRIPTION" in *"(no GPU needed)"*) ;; *) require_gpu ;; esac
 }
 
-# shape_flags BATCH HEADS SEQ HEAD_DIM: the run of shape_case.
-shape_flags() {
-    echo "05_flash --batch $1 --heads $2 --seq $3 --head-dim $4 --check-rows all"
-}
-
 # The runs of the tests below without the counter pass, at once, before the first test.
 setup_file() {
-    local cases=() d c
-    while read -r c; do
-        # shellcheck disable=SC2086  # BATCH HEADS SEQ HEAD_DIM
-        cases+=("$(shape_flags $c)")
-    done < <(test_calls shape_case)
+    local cases=() d
+    mapfile -t cases < <(shape_cases 05_flash)
     for d in 64 128; do
         cases+=("05_flash --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #1"
                 "05_flash --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #2"
@@ -52,23 +44,12 @@ assert_flash_kernels() {
     [ "$(trace_query "$TRACE" launch-apis | grep -c '^cudaLaunchKernel$')" -eq 3 ]
 }
 
+# assert_kernels HEAD_DIM: assert_flash_kernels (assert_one_kernel_shape's kernel check).
+assert_kernels() { assert_flash_kernels "$1"; }
+
 # shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; one kernel per step, no copy,
-# no extra bytes, a valid trace with the named kernel.
-shape_case() {
-    # shellcheck disable=SC2046  # the run's words
-    stage_result $(shape_flags "$1" "$2" "$3" "$4")
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [ "$(field check)" = PASS ]
-    [ "$(field shape)" = "$1x$2x$3x$4" ]
-    assert_rel_l2_le 1e-2
-    [ "$(field kernels_per_step)" = 1 ]
-    [ "$(field memcpy_per_step)" = 0 ]
-    [ "$(field extra_bytes)" = 0 ]
-    trace_query "$TRACE" valid
-    assert_flash_kernels "$4"
-    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
-}
+# no extra bytes, a valid trace with the named kernel (assert_one_kernel_shape).
+shape_case() { assert_one_kernel_shape 05_flash "$@"; }
 
 @test "05_flash seq 1 head_dim 64: PASS, one kernel" { shape_case 2 3 1 64; }
 @test "05_flash seq 1 head_dim 128: PASS, one kernel" { shape_case 2 3 1 128; }
@@ -153,7 +134,7 @@ shape_case() {
 # Either way 8 warps of 64 = 12.5%, the occupancy FlashAttention-2 runs at.
 @test "05_flash on compute capability 9.0: 2 blocks/SM, 12.50%, limiter per head_dim" {
     local cc
-    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' ')
+    cc=$(gpu_cc)
     [ "$cc" = "9.0" ] || skip "occupancy numbers are for compute capability 9.0 (this GPU: $cc)"
     local details="grid \[32, 16, 1\], block \[128, 1, 1\]"
     local d64_re="^  $D64_KERNEL\(flash_params\): $details, 232 registers/thread, shared memory 0 \+ 49152 B, 2 blocks/SM \(8 warps\), occupancy 12\.50%, limited by registers, "

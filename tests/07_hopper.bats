@@ -14,17 +14,6 @@ load helpers
 D64_KERNEL='flash3_fwd_bf16_causal_128x128_d64_r4_sm90a'
 D128_KERNEL='flash3_fwd_bf16_causal_128x128_d128_r3_sm90a'
 
-# The compute capability of GPU 0 ("9.0"), or "" without a GPU.
-gpu_cc() {
-    nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
-}
-
-require_hopper() {
-    require_gpu
-    local cc; cc=$(gpu_cc)
-    [ "$cc" = "9.0" ] || skip "07_hopper needs a Hopper GPU, compute capability 9.0 (this GPU: ${cc:-unknown})"
-}
-
 # Every test needs a Hopper GPU but those marked "(no GPU needed)" or "(non-Hopper GPU)".
 setup() {
     case "$BATS_TEST_DESCRIPTION" in
@@ -33,19 +22,11 @@ setup() {
     esac
 }
 
-# shape_flags BATCH HEADS SEQ HEAD_DIM: the run of shape_case.
-shape_flags() {
-    echo "07_hopper --batch $1 --heads $2 --seq $3 --head-dim $4 --check-rows all"
-}
-
 # The runs of the tests below, at once, before the first test (on a Hopper GPU).
 setup_file() {
-    local cases=() d c
+    local cases=() d
     [ "$(gpu_cc)" = "9.0" ] || return 0
-    while read -r c; do
-        # shellcheck disable=SC2086  # BATCH HEADS SEQ HEAD_DIM
-        cases+=("$(shape_flags $c)")
-    done < <(test_calls shape_case)
+    mapfile -t cases < <(shape_cases 07_hopper)
     for d in 64 128; do
         cases+=("07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #1"
                 "07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #2"
@@ -70,23 +51,12 @@ assert_flash3_kernels() {
     [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[1-4]_sm90a\(')" -eq 3 ]
 }
 
+# assert_kernels HEAD_DIM: assert_flash3_kernels (assert_one_kernel_shape's kernel check).
+assert_kernels() { assert_flash3_kernels "$1"; }
+
 # shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; one kernel per step, no copy,
-# no extra bytes, a valid trace with the named kernel.
-shape_case() {
-    # shellcheck disable=SC2046  # the run's words
-    stage_result $(shape_flags "$1" "$2" "$3" "$4")
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [ "$(field check)" = PASS ]
-    [ "$(field shape)" = "$1x$2x$3x$4" ]
-    assert_rel_l2_le 1e-2
-    [ "$(field kernels_per_step)" = 1 ]
-    [ "$(field memcpy_per_step)" = 0 ]
-    [ "$(field extra_bytes)" = 0 ]
-    trace_query "$TRACE" valid
-    assert_flash3_kernels "$4"
-    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
-}
+# no extra bytes, a valid trace with the named kernel (assert_one_kernel_shape).
+shape_case() { assert_one_kernel_shape 07_hopper "$@"; }
 
 # seq around the tile edges (64-row warpgroups, 128-key tiles, 128- or 192-row query tiles): one
 # partial tile, a tile plus one row, 2 stages, an odd number of key tiles, 33 key tiles with a

@@ -6,19 +6,9 @@
 # capability 9.0 (the binary is sm_90a only) and skip elsewhere with the reason; the tests marked
 # "(no GPU needed)" run anywhere.
 load helpers
-bats_require_minimum_version 1.5.0
-
-gpu_cc() {
-    nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
-}
 
 setup() {
-    case "$BATS_TEST_DESCRIPTION" in
-        *"(no GPU needed)"*) ;;
-        *) require_gpu
-           local cc; cc=$(gpu_cc)
-           [ "$cc" = "9.0" ] || skip "07_hopper needs a Hopper GPU, compute capability 9.0 (this GPU: ${cc:-unknown})" ;;
-    esac
+    case "$BATS_TEST_DESCRIPTION" in *"(no GPU needed)"*) ;; *) require_hopper ;; esac
 }
 
 # Dynamic shared memory of a rung's block (07_hopper/flash3.cuh, H3_SMEM_BYTES): 1024 (alignment)
@@ -197,9 +187,6 @@ rung_case() {
     [ "$output" = "rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 run 64 and 128)" ]
 }
 
-# Each rung file alone through ptxas with the stage's flags (-Werror: a spill or a warning is an
-# error) and -v: every kernel 0 spill bytes, its register count capped at 168 by
-# __launch_bounds__(384, 1), and no wgmma serialization or ignored setmaxnreg (C75xx).
 @test "07 ladder: make ladder at a head_dim no rung runs: the stage's one line, exit 2, nothing written (no GPU needed)" {
     run --separate-stderr python3 "$ROOT/bench/ladder.py" run --shape 1x1x64x96 --outdir "$BATS_TEST_TMPDIR/ladder"
     [ "$status" -eq 2 ]
@@ -207,12 +194,21 @@ rung_case() {
     [ ! -e "$BATS_TEST_TMPDIR/ladder" ]
 }
 
+# Each rung file alone through ptxas with the stage's flags (-Werror: a spill or a warning is an
+# error) and -v: every kernel 0 spill bytes, its register count capped at 168 by
+# __launch_bounds__(384, 1), and no wgmma serialization or ignored setmaxnreg (C75xx).
+# The rung files compile at once: rung_build FILE is one (run_parallel's FUNC).
+rung_build() {
+    "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
+        -I"$ROOT/common" -Xptxas -v -Xptxas -warn-spills -Xptxas -Werror -Xcompiler -Werror \
+        -c "$1" -o "$BATS_TEST_TMPDIR/$(basename "$1").o"
+}
+
 @test "07 ladder: every rung builds under the CI flags without spills or serialized wgmma (no GPU needed)" {
     local f n
+    run_parallel "$BATS_TEST_TMPDIR/builds" rung_build "$ROOT"/07_hopper/rung*.cu
     for f in "$ROOT"/07_hopper/rung*.cu; do
-        run "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
-            -I"$ROOT/common" -Xptxas -v -Xptxas -warn-spills -Xptxas -Werror -Xcompiler -Werror \
-            -c "$f" -o "$BATS_TEST_TMPDIR/rung.o"
+        load_case "$BATS_TEST_TMPDIR/builds" "$f"
         echo "$f: $status"
         [ "$status" -eq 0 ]
         n=$(printf '%s\n' "$output" | grep -c 'Compiling entry function')

@@ -4,7 +4,6 @@
 # the comments.
 
 load helpers
-bats_require_minimum_version 1.5.0
 
 setup_file() { build_unit; }
 
@@ -361,8 +360,9 @@ EOF
 }
 
 # ---- CLI errors (CPU only: flags are checked before any CUDA call) -------------------------
-# Any built stage works; 01_naive is always there.
-cli() { run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
+# Any built stage works: 04_efficient links the harness alone (no cuBLAS or cuDNN to load, so a
+# run that stops at its flags takes milliseconds).
+cli() { run "$ROOT/04_efficient/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
 
 @test "cli: --batch 0 exits 2 and names the flag and the range" {
     cli --batch 0
@@ -435,7 +435,7 @@ cli() { run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
 
 @test "cli: on a GPU, a shape too large for device memory exits 2 and writes no trace" {
     require_gpu
-    cli --batch 4096 --heads 4096 --seq 1024 --quiet
+    run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" --batch 4096 --heads 4096 --seq 1024 --quiet
     [ "$status" -eq 2 ]
     [[ "$output" == *"bytes of device memory"* ]]
     [ ! -e "$BATS_TEST_TMPDIR/cli/t.json" ]
@@ -657,19 +657,19 @@ fake_driver() {
 @test "cli: an unknown --flag=value names the flag" {
     cli --sequence=12
     [ "$status" -eq 2 ]
-    [ "$output" = "unknown flag '--sequence' (see $ROOT/01_naive/run --help)" ]
+    [ "$output" = "unknown flag '--sequence' (see $ROOT/04_efficient/run --help)" ]
 }
 
 @test "cli: a stray word is an unexpected argument, not an unknown flag" {
     cli word
     [ "$status" -eq 2 ]
-    [ "$output" = "unexpected argument 'word' (flags start with --; see $ROOT/01_naive/run --help)" ]
+    [ "$output" = "unexpected argument 'word' (flags start with --; see $ROOT/04_efficient/run --help)" ]
     cli --seq 17 extra
     [ "$status" -eq 2 ]
-    [ "$output" = "unexpected argument 'extra' (flags start with --; see $ROOT/01_naive/run --help)" ]
+    [ "$output" = "unexpected argument 'extra' (flags start with --; see $ROOT/04_efficient/run --help)" ]
     cli -seq 17
     [ "$status" -eq 2 ]
-    [ "$output" = "unexpected argument '-seq' (flags start with --; see $ROOT/01_naive/run --help)" ]
+    [ "$output" = "unexpected argument '-seq' (flags start with --; see $ROOT/04_efficient/run --help)" ]
 }
 
 @test "cli: a stage's own flags: a value by the same number rule, --flag=value, no value where none is taken" {
@@ -1072,9 +1072,15 @@ assert_emulated_margin() {
     done
 }
 
+# emulate SHAPE [ROWS]: the unit binary's emulation of every model (a test runs its shapes at
+# once, run_parallel).
+emulate() { "$UNIT" emulate "$MODELS" "$@"; }
+
 @test "check: every stage's emulated arithmetic passes with a margin of 2, small shapes, every row" {
-    for shape in 1x2x17x64 1x2x17x128 2x3x77x64 1x2x255x128 1x1x1000x64; do
-        run "$UNIT" emulate "$MODELS" "$shape" all
+    local shapes=("1x2x17x64 all" "1x2x17x128 all" "2x3x77x64 all" "1x2x255x128 all" "1x1x1000x64 all")
+    run_parallel "$BATS_TEST_TMPDIR/emulate" emulate "${shapes[@]}"
+    for shape in "${shapes[@]}"; do
+        load_case "$BATS_TEST_TMPDIR/emulate" "$shape"
         [ "$status" -eq 0 ]
         echo "$shape"
         assert_emulated_margin
@@ -1082,8 +1088,10 @@ assert_emulated_margin() {
 }
 
 @test "check: every stage's emulated arithmetic passes with a margin of 2 at the benchmark shapes" {
-    for shape in 8x16x1024x64 4x16x2048x64 2x16x4096x128; do
-        run "$UNIT" emulate "$MODELS" "$shape"
+    local shapes=(8x16x1024x64 4x16x2048x64 2x16x4096x128)
+    run_parallel "$BATS_TEST_TMPDIR/emulate" emulate "${shapes[@]}"
+    for shape in "${shapes[@]}"; do
+        load_case "$BATS_TEST_TMPDIR/emulate" "$shape"
         [ "$status" -eq 0 ]
         echo "$shape"
         assert_emulated_margin

@@ -1,5 +1,7 @@
 # Shared helpers for the Bats suites. Load with: load helpers
 ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
+# run --separate-stderr and run's other flags (Bats 1.5).
+bats_require_minimum_version 1.5.0
 
 # python3 on PATH may be a version manager's shim (pyenv's is a bash script that starts the
 # interpreter: each start costs a shell and a lookup more), and the suites start python3 hundreds
@@ -49,6 +51,19 @@ gpu_reason() {
 # gpu_ready: exit 0 where require_gpu would not skip (a suite's setup_file asks it).
 gpu_ready() {
     [ -z "$(gpu_reason)" ]
+}
+
+# gpu_cc: the compute capability of GPU 0 ("9.0"), or "" without a GPU.
+gpu_cc() {
+    nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
+}
+
+# require_hopper: require_gpu, and skip (with the reason) where GPU 0 is not compute capability
+# 9.0: 07_hopper's binary holds sm_90a code only.
+require_hopper() {
+    require_gpu
+    local cc; cc=$(gpu_cc)
+    [ "$cc" = "9.0" ] || skip "07_hopper needs a Hopper GPU, compute capability 9.0 (this GPU: ${cc:-unknown})"
 }
 
 # run_stage STAGE [flags...]: runs ./STAGE/run with its trace in the test's temp dir, without the
@@ -269,4 +284,76 @@ stage_result() {
 # one line each (a setup_file runs those tests' runs ahead).
 test_calls() {
     sed -n "s/^@test .*{ $1 \\(.*\\); }\$/\\1/p" "$BATS_TEST_FILENAME"
+}
+
+# ---- the eager stages (01_naive, 02_inplace) ----------------------------------------------------
+# A bf16 tensor-core GEMM: cuBLAS's Hopper "nvjet" kernels, or a named bf16/HMMA kernel.
+TC_GEMM_RE='^nvjet_|bf16.*gemm|gemm.*bf16|s16816|hmma|tensorop'
+GEMM_RE='nvjet|gemm|Gemm'
+
+# kcount ERE: the number of kernel events of $TRACE whose name matches ERE.
+kcount() {
+    trace_query "$TRACE" kernels | grep -cE "$1" || true
+}
+
+# naive_extra_bytes B H S: 01's and 02's extra_bytes: two bf16 score buffers + the bool mask (no
+# cuBLASLt workspace: the GEMMs need none).
+naive_extra_bytes() {
+    local b=$1 h=$2 s=$3
+    echo $(( 2 * b * h * s * s * 2 + s * s ))
+}
+
+# assert_eager_kernels_and_ranges: what 01's and 02's traces share over 3 active steps (+ the mask
+# built once at set-up): 2 GEMMs, mul, masked-fill and softmax per step, launch-to-kernel flows,
+# our kernels through cudaLaunchKernel, and the blog's op names on the CPU lane.
+assert_eager_kernels_and_ranges() {
+    trace_query "$TRACE" valid
+    trace_query "$TRACE" kernels
+    [ "$(kcount "$GEMM_RE")" -eq 6 ]
+    [ "$(kcount 'mul_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'masked_fill_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'softmax_rows_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'causal_mask_kernel')" -eq 1 ]
+    # one launch-to-kernel flow per kernel of the active steps at least
+    [ "$(trace_query "$TRACE" flows)" -ge 15 ]
+    # our own kernels go through the runtime's <<<>>> launch
+    [ "$(trace_query "$TRACE" launch-apis | grep -c '^cudaLaunchKernel$')" -ge 9 ]
+    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges matmul)" -eq 6 ]
+    [ "$(trace_query "$TRACE" ranges mul)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges softmax)" -eq 3 ]
+}
+
+# ---- the one-kernel stages (05_flash, 07_hopper) ------------------------------------------------
+# shape_flags STAGE BATCH HEADS SEQ HEAD_DIM: the run of a shape case, every query row checked.
+shape_flags() {
+    echo "$1 --batch $2 --heads $3 --seq $4 --head-dim $5 --check-rows all"
+}
+
+# shape_cases STAGE: the runs of the suite's one-line shape_case tests (for its setup_file).
+shape_cases() {
+    local c
+    while read -r c; do
+        # shellcheck disable=SC2086  # BATCH HEADS SEQ HEAD_DIM
+        shape_flags "$1" $c
+    done < <(test_calls shape_case)
+}
+
+# assert_one_kernel_shape STAGE BATCH HEADS SEQ HEAD_DIM: the saved shape run PASSed at that shape
+# under 1e-2 with one kernel and no copy per step, no extra bytes, a valid trace with 3 attn_fwd
+# ranges and the suite's kernels (its assert_kernels HEAD_DIM).
+assert_one_kernel_shape() {
+    # shellcheck disable=SC2046  # the run's words
+    stage_result $(shape_flags "$@")
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    [ "$(field shape)" = "$2x$3x$4x$5" ]
+    assert_rel_l2_le 1e-2
+    [ "$(field kernels_per_step)" = 1 ]
+    [ "$(field memcpy_per_step)" = 0 ]
+    [ "$(field extra_bytes)" = 0 ]
+    trace_query "$TRACE" valid
+    assert_kernels "$5"
+    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
 }
