@@ -1165,11 +1165,39 @@ PY
     printf '#!/bin/sh\nprintf "1..2\\nok 1 a\\nnot ok 2 b\\n"\nexit 1\n' > "$BATS_TEST_TMPDIR/bin/bats"
     chmod +x "$BATS_TEST_TMPDIR/bin/bats"
     cmd=$(make -s -n -C "$ROOT" test | tail -n 1)
-    [[ "$cmd" == *"bats --tap tests/ | bash tests/tap_summary.sh"* ]]
+    [[ "$cmd" == *"bash tests/run_suites.sh | bash tests/tap_summary.sh"* ]]
     cd "$ROOT"
     run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" bash -c "$cmd"
     [ "$status" -ne 0 ]
-    [ "${lines[-1]}" = "1 passed, 1 failed, 0 skipped" ]
+    # one bats for all suites on a GPU, one per suite without one (tests/run_suites.sh)
+    local n; n=$(ls "$ROOT"/tests/*.bats | wc -l)
+    [ -n "$(bash "$ROOT/tests/need_gpu.sh")" ] || n=1
+    [ "${lines[-1]}" = "$n passed, $n failed, 0 skipped" ]
+}
+
+@test "run_suites: TEST_JOBS must be a whole number from 1: exit 2, one line, nothing run" {
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    printf '#!/bin/sh\necho ran > "%s/ran"\n' "$BATS_TEST_TMPDIR" > "$BATS_TEST_TMPDIR/bin/bats"
+    chmod +x "$BATS_TEST_TMPDIR/bin/bats"
+    for v in 0 -1 x 2.5 ' 2'; do
+        run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" TEST_JOBS="$v" bash "$ROOT/tests/run_suites.sh"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "TEST_JOBS=$v: expected a whole number from 1" ]
+        [ -z "$output" ]
+    done
+    [ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "run_suites: without a GPU every suite runs once, TAP in the suites' order, status 1 if one failed" {
+    [ -z "$(bash "$ROOT/tests/need_gpu.sh")" ] && skip "a GPU is present: the suites run as one bats"
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    # a stand-in bats: one passing test named after its suite; build.bats fails
+    printf '#!/bin/sh\nn=$(basename "$2" .bats)\nprintf "1..1\\nok 1 %%s\\n" "$n"\n[ "$n" != build ]\n' > "$BATS_TEST_TMPDIR/bin/bats"
+    chmod +x "$BATS_TEST_TMPDIR/bin/bats"
+    run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" TEST_JOBS=3 bash "$ROOT/tests/run_suites.sh"
+    [ "$status" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep '^ok 1 ' | sed 's/^ok 1 //' | tr '\n' ' ')" = "$(cd "$ROOT/tests" && ls *.bats | sed 's/\.bats$//' | tr '\n' ' ')" ]
+    [ "$(printf '%s\n' "$output" | grep -c '^1\.\.1$')" -eq "$(ls "$ROOT"/tests/*.bats | wc -l)" ]
 }
 
 # ---- the build refuses spills under CI; the d128 Q-in-registers knob is gone -----------------
