@@ -138,9 +138,10 @@ $(UNIT): $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)) $(COMMON_OBJ)
 	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) -Xlinker --as-needed $(HARNESS_LIBS)
 
 # make test: every Bats suite (GPU suites skip without a GPU), TAP output, then one closing line
-# "N passed, N failed, N skipped" (tests/tap_summary.sh); the status is bats' own.
+# "N passed, N failed, N skipped" (tests/tap_summary.sh); the status is bats' own. On a GPU the
+# suites run one after another; without one, several at a time (tests/run_suites.sh).
 test: all
-	bash -c 'set -o pipefail; bats --tap tests/ | bash tests/tap_summary.sh'
+	bash -c 'set -o pipefail; bash tests/run_suites.sh | bash tests/tap_summary.sh'
 
 clean:
 	rm -rf $(BUILD) $(addsuffix /run,$(STAGES)) traces

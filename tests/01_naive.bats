@@ -12,48 +12,20 @@
 # again: the 4 bytes are allocated, the "Memset (Device)" row is back, 7 activities per step.
 load helpers
 
-# A bf16 tensor-core GEMM: cuBLAS's Hopper "nvjet" kernels, or a named bf16/HMMA kernel.
-TC_GEMM_RE='^nvjet_|bf16.*gemm|gemm.*bf16|s16816|hmma|tensorop'
-GEMM_RE='nvjet|gemm|Gemm'
-
 setup() {
     require_gpu
 }
 
-# kcount ERE: the number of kernel events of the trace whose name matches ERE.
-kcount() {
-    trace_query "$TRACE" kernels | grep -cE "$1" || true
-}
-
-# The kernels and host ranges of 3 active steps (+ the mask built once at set-up).
+# The kernels and host ranges of 3 active steps (+ the mask built once at set-up): the eager
+# stages' (assert_eager_kernels_and_ranges), the copy, and masked_fill = clone (the copy) +
+# masked_fill_ on the CPU lane.
 assert_naive_trace() {
-    trace_query "$TRACE" valid
-    trace_query "$TRACE" kernels
-    [ "$(kcount "$GEMM_RE")" -eq 6 ]
-    [ "$(kcount 'mul_bf16_kernel')" -eq 3 ]
-    [ "$(kcount 'masked_fill_bf16_kernel')" -eq 3 ]
-    [ "$(kcount 'softmax_rows_bf16_kernel')" -eq 3 ]
-    [ "$(kcount 'causal_mask_kernel')" -eq 1 ]
+    assert_eager_kernels_and_ranges
     [ "$(trace_query "$TRACE" count gpu_memcpy)" -eq 3 ]
-    # one launch-to-kernel flow per kernel of the active steps at least
-    [ "$(trace_query "$TRACE" flows)" -ge 15 ]
-    # our own kernels go through the runtime's <<<>>> launch
-    [ "$(trace_query "$TRACE" launch-apis | grep -c '^cudaLaunchKernel$')" -ge 9 ]
-    # the CPU lane: the blog's op names, masked_fill = clone (the copy) + masked_fill_
-    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
-    [ "$(trace_query "$TRACE" ranges matmul)" -eq 6 ]
-    [ "$(trace_query "$TRACE" ranges mul)" -eq 3 ]
     [ "$(trace_query "$TRACE" ranges masked_fill)" -eq 3 ]
     [ "$(trace_query "$TRACE" ranges clone)" -eq 3 ]
     [ "$(trace_query "$TRACE" ranges masked_fill_)" -eq 3 ]
-    [ "$(trace_query "$TRACE" ranges softmax)" -eq 3 ]
     [ "$(trace_query "$TRACE" ranges triu)" -eq 1 ]
-}
-
-# extra_bytes: two bf16 score buffers + the bool mask (no cuBLASLt workspace: the GEMMs need none).
-naive_extra_bytes() {
-    local b=$1 h=$2 s=$3
-    echo $(( 2 * b * h * s * s * 2 + s * s ))
 }
 
 # The number of table rows "Memset (Device)" (the table shows the active steps only).
@@ -61,8 +33,17 @@ memset_rows() {
     printf '%s\n' "$output" | grep -cE '^ +Memset \(Device\) ' || true
 }
 
+# The lean runs of the tests below, at once, before the first test.
+setup_file() {
+    prerun "01_naive --batch 1 --heads 2 --seq 77 --check-rows all" "01_naive" \
+        "01_naive --batch 2 --heads 3 --seq 1 --head-dim 64 --check-rows all" \
+        "01_naive --batch 2 --heads 3 --seq 17 --head-dim 128 --check-rows all" \
+        "01_naive --batch 1 --heads 2 --seq 1000 --head-dim 64 --check-rows all" \
+        "01_naive --batch 1 --heads 2 --seq 77 --poison-q 5 --check-rows all"
+}
+
 @test "01_naive small shape 1x2x77x64, every row checked: PASS, 6 activities, 1 DtoD copy" {
-    run_stage 01_naive --batch 1 --heads 2 --seq 77 --check-rows all
+    stage_result 01_naive --batch 1 --heads 2 --seq 77 --check-rows all
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]
@@ -74,7 +55,7 @@ memset_rows() {
 }
 
 @test "01_naive default shape: tensor-core GEMMs, the Memcpy DtoD row, table and trace" {
-    run_stage 01_naive
+    stage_result 01_naive
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]
@@ -127,7 +108,7 @@ memset_rows() {
 @test "01_naive odd shapes (seq 1, 17 with head_dim 128, 1000): PASS" {
     for shape in "2 3 1 64" "2 3 17 128" "1 2 1000 64"; do
         set -- $shape
-        run_stage 01_naive --batch "$1" --heads "$2" --seq "$3" --head-dim "$4" --check-rows all
+        stage_result 01_naive --batch "$1" --heads "$2" --seq "$3" --head-dim "$4" --check-rows all
         echo "$shape: $output" | tail -n 1
         [ "$status" -eq 0 ]
         [ "$(field check)" = PASS ]
@@ -137,7 +118,7 @@ memset_rows() {
 }
 
 @test "01_naive --poison-q: the NaN stays in its own output row" {
-    run_stage 01_naive --batch 1 --heads 2 --seq 77 --poison-q 5 --check-rows all
+    stage_result 01_naive --batch 1 --heads 2 --seq 77 --poison-q 5 --check-rows all
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]

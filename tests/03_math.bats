@@ -65,8 +65,17 @@ math_extra_bytes() {
              + b * h * s * s + b * h * s + 33554432 ))
 }
 
+# The lean runs of the tests below, at once, before the first test.
+setup_file() {
+    prerun "03_math --batch 1 --heads 2 --seq 77 --check-rows all" "03_math" \
+        "03_math --batch 2 --heads 3 --seq 1 --head-dim 64 --check-rows all" \
+        "03_math --batch 2 --heads 3 --seq 17 --head-dim 128 --check-rows all" \
+        "03_math --batch 1 --heads 2 --seq 1000 --head-dim 64 --check-rows all" \
+        "03_math --batch 1 --heads 2 --seq 77 --poison-q 0 --check-rows all"
+}
+
 @test "03_math small shape 1x2x77x64, every row checked: PASS under 4e-3, 20 activities" {
-    run_stage 03_math --batch 1 --heads 2 --seq 77 --check-rows all
+    stage_result 03_math --batch 1 --heads 2 --seq 77 --check-rows all
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]
@@ -78,7 +87,7 @@ math_extra_bytes() {
 }
 
 @test "03_math default shape: FFMA SGEMMs, mask kernels every step, table and trace" {
-    run_stage 03_math
+    stage_result 03_math
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]
@@ -100,7 +109,7 @@ math_extra_bytes() {
 @test "03_math odd shapes (seq 1, 17 with head_dim 128, 1000): PASS under 4e-3" {
     for shape in "2 3 1 64" "2 3 17 128" "1 2 1000 64"; do
         set -- $shape
-        run_stage 03_math --batch "$1" --heads "$2" --seq "$3" --head-dim "$4" --check-rows all
+        stage_result 03_math --batch "$1" --heads "$2" --seq "$3" --head-dim "$4" --check-rows all
         echo "$shape: $output" | tail -n 1
         [ "$status" -eq 0 ]
         [ "$(field check)" = PASS ]
@@ -110,7 +119,7 @@ math_extra_bytes() {
 }
 
 @test "03_math --poison-q: the NaN passes the safe softmax and stays in its own row" {
-    run_stage 03_math --batch 1 --heads 2 --seq 77 --poison-q 0 --check-rows all
+    stage_result 03_math --batch 1 --heads 2 --seq 77 --poison-q 0 --check-rows all
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]

@@ -38,9 +38,31 @@ assert_one_kernel_run() {
     assert_our_kernels "$d"
 }
 
+# The runs of the tests below without the counter pass, at once, before the first test.
+setup_file() {
+    local cases=() c
+    while read -r c; do
+        # shellcheck disable=SC2086  # SEQ HEAD_DIM
+        cases+=("$(small_flags $c)")
+    done < <(test_calls small_case)
+    cases+=("04_efficient --batch 2 --heads 4 --seq 4096 --head-dim 64"
+            "04_efficient --batch 2 --heads 4 --seq 4096 --head-dim 128"
+            "04_efficient"
+            "04_efficient --batch 2 --heads 4 --seq 1000 --head-dim 128 --check-rows all --trace none #1"
+            "04_efficient --batch 2 --heads 4 --seq 1000 --head-dim 128 --check-rows all --trace none #2"
+            "04_efficient --batch 1 --heads 2 --seq 255 --head-dim 64 --check-rows all --poison-q 70")
+    prerun "${cases[@]}"
+}
+
+# small_flags SEQ HEAD_DIM: the run of small_case.
+small_flags() {
+    echo "04_efficient --batch 1 --heads 2 --seq $1 --head-dim $2 --check-rows all"
+}
+
 # small_case SEQ HEAD_DIM: batch 1, heads 2, every query row checked.
 small_case() {
-    run_stage 04_efficient --batch 1 --heads 2 --seq "$1" --head-dim "$2" --check-rows all
+    # shellcheck disable=SC2046  # the run's words
+    stage_result $(small_flags "$1" "$2")
     assert_one_kernel_run "$2"
     [ "$(field shape)" = "1x2x$1x$2" ]
 }
@@ -57,17 +79,17 @@ small_case() {
 @test "04_efficient seq 1024 head_dim 128: PASS (whole tiles)" { small_case 1024 128; }
 
 @test "04_efficient seq 4096 head_dim 64: PASS on sampled rows" {
-    run_stage 04_efficient --batch 2 --heads 4 --seq 4096 --head-dim 64
+    stage_result 04_efficient --batch 2 --heads 4 --seq 4096 --head-dim 64
     assert_one_kernel_run 64
 }
 
 @test "04_efficient seq 4096 head_dim 128: PASS on sampled rows" {
-    run_stage 04_efficient --batch 2 --heads 4 --seq 4096 --head-dim 128
+    stage_result 04_efficient --batch 2 --heads 4 --seq 4096 --head-dim 128
     assert_one_kernel_run 128
 }
 
 @test "04_efficient default shape: one kernel per step, table header and footer" {
-    run_stage 04_efficient
+    stage_result 04_efficient
     assert_one_kernel_run 64
     [ "$(field shape)" = 8x16x1024x64 ]
     [ "$(printf '%s\n' "$output" | grep -c '^result ')" -eq 1 ]
@@ -84,19 +106,19 @@ small_case() {
 @test "04_efficient is deterministic: two runs write the same O (o_hash)" {
     # A missing __syncthreads would read half-copied tiles: errors that change from run to run.
     # o_hash: FNV-1a 64 of all of O, so every row counts, bit for bit.
-    run_stage 04_efficient --batch 2 --heads 4 --seq 1000 --head-dim 128 --check-rows all --trace none
+    stage_result 04_efficient --batch 2 --heads 4 --seq 1000 --head-dim 128 --check-rows all --trace none '#1'
     [ "$status" -eq 0 ]
     local first
     first=$(field o_hash)
     [[ "$first" =~ ^[0-9a-f]{16}$ ]]
-    run_stage 04_efficient --batch 2 --heads 4 --seq 1000 --head-dim 128 --check-rows all --trace none
+    stage_result 04_efficient --batch 2 --heads 4 --seq 1000 --head-dim 128 --check-rows all --trace none '#2'
     [ "$status" -eq 0 ]
     [ "$(field o_hash)" = "$first" ]
 }
 
 @test "04_efficient: a NaN in one Q row reaches exactly that output row" {
     # Rows are independent (no row statistics shared across rows, padded rows never stored).
-    run_stage 04_efficient --batch 1 --heads 2 --seq 255 --head-dim 64 --check-rows all --poison-q 70
+    stage_result 04_efficient --batch 1 --heads 2 --seq 255 --head-dim 64 --check-rows all --poison-q 70
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]

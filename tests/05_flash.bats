@@ -16,6 +16,20 @@ setup() {
     case "$BATS_TEST_DESCRIPTION" in *"(no GPU needed)"*) ;; *) require_gpu ;; esac
 }
 
+# The runs of the tests below without the counter pass, at once, before the first test.
+setup_file() {
+    local cases=() d
+    mapfile -t cases < <(shape_cases 05_flash)
+    for d in 64 128; do
+        cases+=("05_flash --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #1"
+                "05_flash --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #2"
+                "05_flash --batch 1 --heads 2 --seq 77 --head-dim $d --poison-q 5 --check-rows all"
+                "05_flash --batch 2 --heads 16 --seq 2048 --head-dim $d")
+    done
+    cases+=("05_flash" "05_flash --batch 2 --heads 16 --seq 4096 --head-dim 128")
+    prerun "${cases[@]}"
+}
+
 kernel_for() {
     if [ "$1" = 64 ]; then echo "$D64_KERNEL"; else echo "$D128_KERNEL"; fi
 }
@@ -30,22 +44,12 @@ assert_flash_kernels() {
     [ "$(trace_query "$TRACE" launch-apis | grep -c '^cudaLaunchKernel$')" -eq 3 ]
 }
 
+# assert_kernels HEAD_DIM: assert_flash_kernels (assert_one_kernel_shape's kernel check).
+assert_kernels() { assert_flash_kernels "$1"; }
+
 # shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; one kernel per step, no copy,
-# no extra bytes, a valid trace with the named kernel.
-shape_case() {
-    run_stage 05_flash --batch "$1" --heads "$2" --seq "$3" --head-dim "$4" --check-rows all
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [ "$(field check)" = PASS ]
-    [ "$(field shape)" = "$1x$2x$3x$4" ]
-    assert_rel_l2_le 1e-2
-    [ "$(field kernels_per_step)" = 1 ]
-    [ "$(field memcpy_per_step)" = 0 ]
-    [ "$(field extra_bytes)" = 0 ]
-    trace_query "$TRACE" valid
-    assert_flash_kernels "$4"
-    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
-}
+# no extra bytes, a valid trace with the named kernel (assert_one_kernel_shape).
+shape_case() { assert_one_kernel_shape 05_flash "$@"; }
 
 @test "05_flash seq 1 head_dim 64: PASS, one kernel" { shape_case 2 3 1 64; }
 @test "05_flash seq 1 head_dim 128: PASS, one kernel" { shape_case 2 3 1 128; }
@@ -65,11 +69,11 @@ shape_case() {
 # (o_hash: FNV-1a 64 of all of O, every row, not only the checked ones).
 @test "05_flash same seed, same result: O identical over two runs (o_hash)" {
     for d in 64 128; do
-        run_stage 05_flash --batch 2 --heads 2 --seq 1000 --head-dim "$d" --seed 7 --check-rows all --quiet
+        stage_result 05_flash --batch 2 --heads 2 --seq 1000 --head-dim "$d" --seed 7 --check-rows all --quiet '#1'
         [ "$status" -eq 0 ]
         local hash1
         hash1=$(field o_hash)
-        run_stage 05_flash --batch 2 --heads 2 --seq 1000 --head-dim "$d" --seed 7 --check-rows all --quiet
+        stage_result 05_flash --batch 2 --heads 2 --seq 1000 --head-dim "$d" --seed 7 --check-rows all --quiet '#2'
         [ "$status" -eq 0 ]
         echo "head_dim $d: o_hash $hash1 vs $(field o_hash)"
         [[ "$hash1" =~ ^[0-9a-f]{16}$ ]]
@@ -79,7 +83,7 @@ shape_case() {
 
 @test "05_flash --poison-q: the NaN stays in its own output row" {
     for d in 64 128; do
-        run_stage 05_flash --batch 1 --heads 2 --seq 77 --head-dim "$d" --poison-q 5 --check-rows all
+        stage_result 05_flash --batch 1 --heads 2 --seq 77 --head-dim "$d" --poison-q 5 --check-rows all
         echo "$output" | tail -n 1
         [ "$status" -eq 0 ]
         [ "$(field check)" = PASS ]
@@ -95,7 +99,7 @@ shape_case() {
 }
 
 @test "05_flash default shape: one kernel, grid and block in the details, table and trace" {
-    run_stage 05_flash
+    stage_result 05_flash
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]
@@ -103,7 +107,7 @@ shape_case() {
     assert_rel_l2_le 1e-2
     # the check line names the worst element and its bf16 bound; err_ratio is |err| / bound
     printf '%s\n' "$output" | grep -qE '^check: PASS on 256 of 131072 query rows against the float64 reference: rel_l2=[0-9.e+-]+ \(bound 1\.0e-02\), max_abs=[0-9.e+-]+; worst element \(batch, head, row, col\) = \([0-9]+, [0-9]+, [0-9]+, [0-9]+\): got [-0-9.e+]+, want [-0-9.e+]+, \|err\| [0-9.e+-]+ <= bound [0-9.e+-]+ \([0-9.]+ of it\); 0 elements over their bound$'
-    python3 -c "import sys; sys.exit(0 if float('$(field err_ratio)') <= 1.0 else 1)"
+    num_le "$(field err_ratio)" 1.0
     [[ "$(field o_hash)" =~ ^[0-9a-f]{16}$ ]]
     [ "$(field kernels_per_step)" = 1 ]
     [ "$(field memcpy_per_step)" = 0 ]
@@ -130,13 +134,13 @@ shape_case() {
 # Either way 8 warps of 64 = 12.5%, the occupancy FlashAttention-2 runs at.
 @test "05_flash on compute capability 9.0: 2 blocks/SM, 12.50%, limiter per head_dim" {
     local cc
-    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' ')
+    cc=$(gpu_cc)
     [ "$cc" = "9.0" ] || skip "occupancy numbers are for compute capability 9.0 (this GPU: $cc)"
     local details="grid \[32, 16, 1\], block \[128, 1, 1\]"
     local d64_re="^  $D64_KERNEL\(flash_params\): $details, 232 registers/thread, shared memory 0 \+ 49152 B, 2 blocks/SM \(8 warps\), occupancy 12\.50%, limited by registers, "
     local d128_re="^  $D128_KERNEL\(flash_params\): $details, 255 registers/thread, shared memory 0 \+ 81920 B \(opt-in\), 2 blocks/SM \(8 warps\), occupancy 12\.50%, limited by registers \+ shared memory, Kineto: 0%, "
     for d in 64 128; do
-        run_stage 05_flash --batch 2 --heads 16 --seq 2048 --head-dim "$d"
+        stage_result 05_flash --batch 2 --heads 16 --seq 2048 --head-dim "$d"
         [ "$status" -eq 0 ]
         printf '%s\n' "$output" | grep -E "^  $(kernel_for "$d")\("
         if [ "$d" = 64 ]; then
@@ -148,7 +152,7 @@ shape_case() {
 }
 
 @test "05_flash 2x16x4096x128: PASS on sampled rows, the d128 kernel" {
-    run_stage 05_flash --batch 2 --heads 16 --seq 4096 --head-dim 128
+    stage_result 05_flash --batch 2 --heads 16 --seq 4096 --head-dim 128
     echo "$output" | tail -n 3
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]

@@ -14,23 +14,27 @@ load helpers
 D64_KERNEL='flash3_fwd_bf16_causal_128x128_d64_r6_sm90a'
 D128_KERNEL='flash3_fwd_bf16_causal_128x128_d128_r6_sm90a'
 
-# The compute capability of GPU 0 ("9.0"), or "" without a GPU.
-gpu_cc() {
-    nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
-}
-
-require_hopper() {
-    require_gpu
-    local cc; cc=$(gpu_cc)
-    [ "$cc" = "9.0" ] || skip "07_hopper needs a Hopper GPU, compute capability 9.0 (this GPU: ${cc:-unknown})"
-}
-
 # Every test needs a Hopper GPU but those marked "(no GPU needed)" or "(non-Hopper GPU)".
 setup() {
     case "$BATS_TEST_DESCRIPTION" in
         *"(no GPU needed)"* | *"(non-Hopper GPU)"*) ;;
         *) require_hopper ;;
     esac
+}
+
+# The runs of the tests below, at once, before the first test (on a Hopper GPU).
+setup_file() {
+    local cases=() d
+    [ "$(gpu_cc)" = "9.0" ] || return 0
+    mapfile -t cases < <(shape_cases 07_hopper)
+    for d in 64 128; do
+        cases+=("07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #1"
+                "07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #2"
+                "07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #3"
+                "07_hopper --batch 2 --heads 16 --seq 2048 --head-dim $d")
+    done
+    cases+=("07_hopper" "07_hopper --batch 2 --heads 16 --seq 4096 --head-dim 128")
+    prerun "${cases[@]}"
 }
 
 kernel_for() {
@@ -47,22 +51,12 @@ assert_flash3_kernels() {
     [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[1-6]_sm90a\(')" -eq 3 ]
 }
 
+# assert_kernels HEAD_DIM: assert_flash3_kernels (assert_one_kernel_shape's kernel check).
+assert_kernels() { assert_flash3_kernels "$1"; }
+
 # shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; one kernel per step, no copy,
-# no extra bytes, a valid trace with the named kernel.
-shape_case() {
-    run_stage 07_hopper --batch "$1" --heads "$2" --seq "$3" --head-dim "$4" --check-rows all
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [ "$(field check)" = PASS ]
-    [ "$(field shape)" = "$1x$2x$3x$4" ]
-    assert_rel_l2_le 1e-2
-    [ "$(field kernels_per_step)" = 1 ]
-    [ "$(field memcpy_per_step)" = 0 ]
-    [ "$(field extra_bytes)" = 0 ]
-    trace_query "$TRACE" valid
-    assert_flash3_kernels "$4"
-    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
-}
+# no extra bytes, a valid trace with the named kernel (assert_one_kernel_shape).
+shape_case() { assert_one_kernel_shape 07_hopper "$@"; }
 
 # seq around the tile edges (64-row warpgroups, 128-key tiles, 128- or 192-row query tiles): one
 # partial tile, a tile plus one row, 2 stages, an odd number of key tiles, 33 key tiles with a
@@ -99,7 +93,7 @@ shape_case() {
     for d in 64 128; do
         local first="" this
         for i in 1 2 3; do
-            run_stage 07_hopper --batch 2 --heads 2 --seq 1000 --head-dim "$d" --seed 7 --check-rows all --quiet
+            stage_result 07_hopper --batch 2 --heads 2 --seq 1000 --head-dim "$d" --seed 7 --check-rows all --quiet "#$i"
             [ "$status" -eq 0 ]
             if [ -n "$(field o_hash)" ]; then
                 this="o_hash=$(field o_hash)"
@@ -115,7 +109,7 @@ shape_case() {
 }
 
 @test "07_hopper default shape: one kernel, grid and block in the details, table and trace" {
-    run_stage 07_hopper
+    stage_result 07_hopper
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]
@@ -149,7 +143,7 @@ shape_case() {
     local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 99424 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers, Kineto: 0%, "
     local d128_re="^  $D128_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 197728 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers \+ shared memory, Kineto: 0%, "
     for d in 64 128; do
-        run_stage 07_hopper --batch 2 --heads 16 --seq 2048 --head-dim "$d"
+        stage_result 07_hopper --batch 2 --heads 16 --seq 2048 --head-dim "$d"
         [ "$status" -eq 0 ]
         printf '%s\n' "$output" | grep -E "^  $(kernel_for "$d")\("
         if [ "$d" = 64 ]; then
@@ -161,7 +155,7 @@ shape_case() {
 }
 
 @test "07_hopper 2x16x4096x128: PASS on sampled rows, the d128 kernel" {
-    run_stage 07_hopper --batch 2 --heads 16 --seq 4096 --head-dim 128
+    stage_result 07_hopper --batch 2 --heads 16 --seq 4096 --head-dim 128
     echo "$output" | tail -n 3
     [ "$status" -eq 0 ]
     [ "$(field check)" = PASS ]

@@ -6,19 +6,9 @@
 # capability 9.0 (the binary is sm_90a only) and skip elsewhere with the reason; the tests marked
 # "(no GPU needed)" run anywhere.
 load helpers
-bats_require_minimum_version 1.5.0
-
-gpu_cc() {
-    nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
-}
 
 setup() {
-    case "$BATS_TEST_DESCRIPTION" in
-        *"(no GPU needed)"*) ;;
-        *) require_gpu
-           local cc; cc=$(gpu_cc)
-           [ "$cc" = "9.0" ] || skip "07_hopper needs a Hopper GPU, compute capability 9.0 (this GPU: ${cc:-unknown})" ;;
-    esac
+    case "$BATS_TEST_DESCRIPTION" in *"(no GPU needed)"*) ;; *) require_hopper ;; esac
 }
 
 # Dynamic shared memory of a rung's block (07_hopper/flash3.cuh, H3_SMEM_BYTES): 1024 (alignment)
@@ -35,12 +25,6 @@ smem_of() {
     esac
 }
 
-# run_rung RUNG B H S D [flags]: one correctness run, no trace, no counter pass, one profiled step.
-run_rung() {
-    run "$ROOT/07_hopper/run" --rung "$1" --batch "$2" --heads "$3" --seq "$4" --head-dim "$5" \
-        --trace none --no-counters --no-timeline --warmup 0 --steps 1 "${@:6}"
-}
-
 # The kernel details line of the run: exactly one, the rung's kernel.
 assert_rung_kernel() {
     local k="flash3_fwd_bf16_causal_128x128_d$2_r$1_sm90a"
@@ -48,35 +32,77 @@ assert_rung_kernel() {
     [ "$(printf '%s\n' "$output" | grep -cE "^  $k\(flash3_params\): grid \[[0-9]+, [0-9]+, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ $(smem_of "$1" "$2") B \(opt-in\)")" -eq 1 ]
 }
 
-# rung_case RUNG HEAD_DIM: seq 1, 17, 63, 65, 127, 129, 255, 1000 with every row checked and 4097
-# on sampled rows (its float64 reference over every row costs seconds); then the seq-1000 run
-# once more with the same seed: the same o_hash (the kernel's reduction order is fixed, so a
-# missing wait or a stage released early shows as a difference). Its o_hash is kept for the
-# cross-rung test below.
-rung_case() {
-    local r=$1 d=$2 seq first this
-    for seq in 1 17 63 65 127 129 255 1000 4097; do
-        if [ "$seq" = 4097 ]; then
-            run_rung "$r" 1 1 "$seq" "$d"
-        else
-            run_rung "$r" 2 3 "$seq" "$d" --check-rows all --seed 7
-        fi
-        echo "rung $r seq $seq head_dim $d: $(printf '%s\n' "$output" | tail -n 1)"
-        [ "$status" -eq 0 ]
-        [ "$(field check)" = PASS ]
-        assert_rel_l2_le 1e-2
-        [ "$(field kernels_per_step)" = 1 ]
-        [ "$(field memcpy_per_step)" = 0 ]
-        [ "$(field extra_bytes)" = 0 ]
-        assert_rung_kernel "$r" "$d"
-        if [ "$seq" = 1000 ]; then first=$(field o_hash); fi
+# rung_cases RUNG HEAD_DIM: the runs of rung_case, one per line as "RUNG B H S D FLAGS...":
+# seq 1, 17, 63, 65, 127, 129, 255, 1000 with every row checked and 4097 on sampled rows (its
+# float64 reference over every row costs seconds); then the seq-1000 run once more with the same
+# seed and --quiet (the repeat).
+rung_cases() {
+    local seq
+    for seq in 1 17 63 65 127 129 255 1000; do
+        echo "$1 2 3 $seq $2 --check-rows all --seed 7"
     done
-    [ -n "$first" ]
-    run_rung "$r" 2 3 1000 "$d" --check-rows 1 --seed 7 --quiet
-    [ "$status" -eq 0 ]
-    this=$(field o_hash)
+    echo "$1 1 1 4097 $2"
+    echo "$1 2 3 1000 $2 --check-rows 1 --seed 7 --quiet"
+}
+
+# rung_run RUNG B H S D FLAGS...: one correctness run, no trace, no counter pass, one profiled
+# step (run_parallel's FUNC).
+rung_run() {
+    "$ROOT/07_hopper/run" --rung "$1" --batch "$2" --heads "$3" --seq "$4" --head-dim "$5" \
+        --trace none --no-counters --no-timeline --warmup 0 --steps 1 "${@:6}"
+}
+
+RUNS_DIR="$BATS_FILE_TMPDIR/rungs"
+
+# Every rung_case test's runs at once, before the first test (on a Hopper GPU): the rungs and
+# head_dims from the tests' own lines.
+setup_file() {
+    local cases=() c
+    gpu_ready || return 0
+    [ "$(gpu_cc)" = "9.0" ] || return 0
+    while read -r c; do
+        # shellcheck disable=SC2086  # RUNG HEAD_DIM
+        mapfile -t -O "${#cases[@]}" cases < <(rung_cases $c)
+    done < <(test_calls rung_case)
+    run_parallel "$RUNS_DIR" rung_run "${cases[@]}"
+}
+
+# rung_result CASE: status, output and lines of that run (rung_cases' form), saved by setup_file
+# or run now.
+rung_result() {
+    local key; key=$(case_key "$1")
+    if [ ! -e "$RUNS_DIR/$key.status" ]; then
+        mkdir -p "$RUNS_DIR"
+        # shellcheck disable=SC2086  # the case's words
+        ( set +e; rung_run $1 > "$RUNS_DIR/$key.out" 2>&1 < /dev/null; echo $? > "$RUNS_DIR/$key.status" )
+    fi
+    load_case "$RUNS_DIR" "$1"
+}
+
+# rung_case RUNG HEAD_DIM: every run of rung_cases PASSes with one rung kernel per step, no copy,
+# no extra bytes; the repeat has the same o_hash as the first seq-1000 run (the kernel's reduction
+# order is fixed, so a missing wait or a stage released early shows as a difference). Every case
+# is checked and each failure listed. The o_hash is kept for the cross-rung test below.
+rung_case() {
+    local r=$1 d=$2 c first="" this
+    FAILS=()
+    while read -r c; do
+        rung_result "$c"
+        echo "rung $r: $c: $(printf '%s\n' "$output" | tail -n 1)"
+        expect "$c: exit $status" [ "$status" -eq 0 ]
+        case "$c" in *" --quiet") this=$(field o_hash); continue ;; esac
+        expect "$c: check=$(field check)" [ "$(field check)" = PASS ]
+        expect "$c: rel_l2=$(field rel_l2) over 1e-2" assert_rel_l2_le 1e-2
+        expect "$c: kernels_per_step=$(field kernels_per_step)" [ "$(field kernels_per_step)" = 1 ]
+        expect "$c: memcpy_per_step=$(field memcpy_per_step)" [ "$(field memcpy_per_step)" = 0 ]
+        expect "$c: extra_bytes=$(field extra_bytes)" [ "$(field extra_bytes)" = 0 ]
+        expect "$c: not one r$r kernel line" assert_rung_kernel "$r" "$d"
+        case "$c" in *" 1000 $d "*) first=$(field o_hash) ;; esac
+    done < <(rung_cases "$r" "$d")
     echo "rung $r head_dim $d again: o_hash=$this (first $first)"
-    [ "$this" = "$first" ]
+    expect "no o_hash at seq 1000" [ -n "$first" ]
+    expect "the repeat's o_hash $this is not $first" [ "$this" = "$first" ]
+    report_fails
     echo "$first" > "$BATS_FILE_TMPDIR/o_hash.r$r.d$d"
 }
 
@@ -114,7 +140,7 @@ rung_case() {
 @test "07 ladder: rungs 1-2 launch (batch*heads, query tiles), rungs 3-6 one block per tile up to the SMs" {
     local r
     for r in 1 2 3 4 5 6; do
-        run_rung "$r" 2 3 1000 64 --check-rows 1
+        rung_result "$r 2 3 1000 64 --check-rows all --seed 7"
         [ "$status" -eq 0 ]
         if [ "$r" -le 2 ]; then
             printf '%s\n' "$output" | grep -qE "^  flash3_fwd_bf16_causal_128x128_d64_r${r}_sm90a\(flash3_params\): grid \[6, 8, 1\], "
@@ -193,9 +219,6 @@ rung_case() {
     [ "$output" = "rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3, 5 and 6 run 64 and 128)" ]
 }
 
-# Each rung file alone through ptxas with the stage's flags (-Werror: a spill or a warning is an
-# error) and -v: every kernel 0 spill bytes, its register count capped at 168 by
-# __launch_bounds__(384, 1), and no wgmma serialization or ignored setmaxnreg (C75xx).
 @test "07 ladder: make ladder at a head_dim no rung runs: the stage's one line, exit 2, nothing written (no GPU needed)" {
     run --separate-stderr python3 "$ROOT/bench/ladder.py" run --shape 1x1x64x96 --outdir "$BATS_TEST_TMPDIR/ladder"
     [ "$status" -eq 2 ]
@@ -203,12 +226,21 @@ rung_case() {
     [ ! -e "$BATS_TEST_TMPDIR/ladder" ]
 }
 
+# Each rung file alone through ptxas with the stage's flags (-Werror: a spill or a warning is an
+# error) and -v: every kernel 0 spill bytes, its register count capped at 168 by
+# __launch_bounds__(384, 1), and no wgmma serialization or ignored setmaxnreg (C75xx).
+# The rung files compile at once: rung_build FILE is one (run_parallel's FUNC).
+rung_build() {
+    "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
+        -I"$ROOT/common" -Xptxas -v -Xptxas -warn-spills -Xptxas -Werror -Xcompiler -Werror \
+        -c "$1" -o "$BATS_TEST_TMPDIR/$(basename "$1").o"
+}
+
 @test "07 ladder: every rung builds under the CI flags without spills or serialized wgmma (no GPU needed)" {
     local f n
+    run_parallel "$BATS_TEST_TMPDIR/builds" rung_build "$ROOT"/07_hopper/rung*.cu
     for f in "$ROOT"/07_hopper/rung*.cu; do
-        run "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
-            -I"$ROOT/common" -Xptxas -v -Xptxas -warn-spills -Xptxas -Werror -Xcompiler -Werror \
-            -c "$f" -o "$BATS_TEST_TMPDIR/rung.o"
+        load_case "$BATS_TEST_TMPDIR/builds" "$f"
         echo "$f: $status"
         [ "$status" -eq 0 ]
         n=$(printf '%s\n' "$output" | grep -c 'Compiling entry function')

@@ -7,7 +7,6 @@
 # rebuild the stages that include them (make -W: "what if this file changed", nothing touched).
 
 load helpers
-bats_require_minimum_version 1.5.0
 
 setup_file() {
     make -s -C "$BATS_TEST_DIRNAME/.." all
@@ -20,17 +19,29 @@ needed() {
 }
 
 # includes FILE...: every header the files include, directly or not (the compiler's -M), with the
-# Makefile's include paths; .c files through gcc, .cu files through nvcc.
+# Makefile's include paths; .c files through gcc, .cu files through nvcc. The files go through
+# the compiler at once (run_parallel); the lists are printed in the files' order, and it fails
+# when one of them failed.
 includes() {
-    local cuda=${CUDA_HOME:-/usr/local/cuda} f
-    local inc=(-Icommon/c_shim -Icommon -I"$cuda/include" -I"$cuda/extras/CUPTI/include")
+    local f rc=0
     cd "$ROOT"
+    run_parallel "$BATS_TEST_TMPDIR/deps" deps_of "$@"
     for f in "$@"; do
-        case $f in
-            *.cu) "$cuda/bin/nvcc" -std=c++17 "${inc[@]}" -M "$f" ;;
-            *.c)  gcc -std=c11 -D_POSIX_C_SOURCE=200809L "${inc[@]}" -M "$f" ;;
-        esac
+        load_case "$BATS_TEST_TMPDIR/deps" "$f" || rc=1
+        printf '%s\n' "$output"
+        [ "$status" -eq 0 ] || rc=1
     done
+    return "$rc"
+}
+
+# deps_of FILE: the headers FILE includes (one compiler -M run; includes' FUNC).
+deps_of() {
+    local cuda=${CUDA_HOME:-/usr/local/cuda}
+    local inc=(-Icommon/c_shim -Icommon -I"$cuda/include" -I"$cuda/extras/CUPTI/include")
+    case $1 in
+        *.cu) "$cuda/bin/nvcc" -std=c++17 "${inc[@]}" -M "$1" ;;
+        *.c)  gcc -std=c11 -D_POSIX_C_SOURCE=200809L "${inc[@]}" -M "$1" ;;
+    esac
 }
 
 # ---- the binaries' NEEDED entries -------------------------------------------------------------

@@ -4,7 +4,6 @@
 # --help prints the usage and exits 0 whatever else is wrong.
 
 load helpers
-bats_require_minimum_version 1.5.0
 
 setup_file() { build_unit; }
 

@@ -4,7 +4,6 @@
 # the comments.
 
 load helpers
-bats_require_minimum_version 1.5.0
 
 setup_file() { build_unit; }
 
@@ -361,8 +360,9 @@ EOF
 }
 
 # ---- CLI errors (CPU only: flags are checked before any CUDA call) -------------------------
-# Any built stage works; 01_naive is always there.
-cli() { run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
+# Any built stage works: 04_efficient links the harness alone (no cuBLAS or cuDNN to load, so a
+# run that stops at its flags takes milliseconds).
+cli() { run "$ROOT/04_efficient/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
 
 @test "cli: --batch 0 exits 2 and names the flag and the range" {
     cli --batch 0
@@ -435,7 +435,7 @@ cli() { run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" "$@"; }
 
 @test "cli: on a GPU, a shape too large for device memory exits 2 and writes no trace" {
     require_gpu
-    cli --batch 4096 --heads 4096 --seq 1024 --quiet
+    run "$ROOT/01_naive/run" --trace "$BATS_TEST_TMPDIR/cli/t.json" --batch 4096 --heads 4096 --seq 1024 --quiet
     [ "$status" -eq 2 ]
     [[ "$output" == *"bytes of device memory"* ]]
     [ ! -e "$BATS_TEST_TMPDIR/cli/t.json" ]
@@ -657,19 +657,19 @@ fake_driver() {
 @test "cli: an unknown --flag=value names the flag" {
     cli --sequence=12
     [ "$status" -eq 2 ]
-    [ "$output" = "unknown flag '--sequence' (see $ROOT/01_naive/run --help)" ]
+    [ "$output" = "unknown flag '--sequence' (see $ROOT/04_efficient/run --help)" ]
 }
 
 @test "cli: a stray word is an unexpected argument, not an unknown flag" {
     cli word
     [ "$status" -eq 2 ]
-    [ "$output" = "unexpected argument 'word' (flags start with --; see $ROOT/01_naive/run --help)" ]
+    [ "$output" = "unexpected argument 'word' (flags start with --; see $ROOT/04_efficient/run --help)" ]
     cli --seq 17 extra
     [ "$status" -eq 2 ]
-    [ "$output" = "unexpected argument 'extra' (flags start with --; see $ROOT/01_naive/run --help)" ]
+    [ "$output" = "unexpected argument 'extra' (flags start with --; see $ROOT/04_efficient/run --help)" ]
     cli -seq 17
     [ "$status" -eq 2 ]
-    [ "$output" = "unexpected argument '-seq' (flags start with --; see $ROOT/01_naive/run --help)" ]
+    [ "$output" = "unexpected argument '-seq' (flags start with --; see $ROOT/04_efficient/run --help)" ]
 }
 
 @test "cli: a stage's own flags: a value by the same number rule, --flag=value, no value where none is taken" {
@@ -1072,9 +1072,15 @@ assert_emulated_margin() {
     done
 }
 
+# emulate SHAPE [ROWS]: the unit binary's emulation of every model (a test runs its shapes at
+# once, run_parallel).
+emulate() { "$UNIT" emulate "$MODELS" "$@"; }
+
 @test "check: every stage's emulated arithmetic passes with a margin of 2, small shapes, every row" {
-    for shape in 1x2x17x64 1x2x17x128 2x3x77x64 1x2x255x128 1x1x1000x64; do
-        run "$UNIT" emulate "$MODELS" "$shape" all
+    local shapes=("1x2x17x64 all" "1x2x17x128 all" "2x3x77x64 all" "1x2x255x128 all" "1x1x1000x64 all")
+    run_parallel "$BATS_TEST_TMPDIR/emulate" emulate "${shapes[@]}"
+    for shape in "${shapes[@]}"; do
+        load_case "$BATS_TEST_TMPDIR/emulate" "$shape"
         [ "$status" -eq 0 ]
         echo "$shape"
         assert_emulated_margin
@@ -1082,8 +1088,10 @@ assert_emulated_margin() {
 }
 
 @test "check: every stage's emulated arithmetic passes with a margin of 2 at the benchmark shapes" {
-    for shape in 8x16x1024x64 4x16x2048x64 2x16x4096x128; do
-        run "$UNIT" emulate "$MODELS" "$shape"
+    local shapes=(8x16x1024x64 4x16x2048x64 2x16x4096x128)
+    run_parallel "$BATS_TEST_TMPDIR/emulate" emulate "${shapes[@]}"
+    for shape in "${shapes[@]}"; do
+        load_case "$BATS_TEST_TMPDIR/emulate" "$shape"
         [ "$status" -eq 0 ]
         echo "$shape"
         assert_emulated_margin
@@ -1157,11 +1165,39 @@ PY
     printf '#!/bin/sh\nprintf "1..2\\nok 1 a\\nnot ok 2 b\\n"\nexit 1\n' > "$BATS_TEST_TMPDIR/bin/bats"
     chmod +x "$BATS_TEST_TMPDIR/bin/bats"
     cmd=$(make -s -n -C "$ROOT" test | tail -n 1)
-    [[ "$cmd" == *"bats --tap tests/ | bash tests/tap_summary.sh"* ]]
+    [[ "$cmd" == *"bash tests/run_suites.sh | bash tests/tap_summary.sh"* ]]
     cd "$ROOT"
     run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" bash -c "$cmd"
     [ "$status" -ne 0 ]
-    [ "${lines[-1]}" = "1 passed, 1 failed, 0 skipped" ]
+    # one bats for all suites on a GPU, one per suite without one (tests/run_suites.sh)
+    local n; n=$(ls "$ROOT"/tests/*.bats | wc -l)
+    [ -n "$(bash "$ROOT/tests/need_gpu.sh")" ] || n=1
+    [ "${lines[-1]}" = "$n passed, $n failed, 0 skipped" ]
+}
+
+@test "run_suites: TEST_JOBS must be a whole number from 1: exit 2, one line, nothing run" {
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    printf '#!/bin/sh\necho ran > "%s/ran"\n' "$BATS_TEST_TMPDIR" > "$BATS_TEST_TMPDIR/bin/bats"
+    chmod +x "$BATS_TEST_TMPDIR/bin/bats"
+    for v in 0 -1 x 2.5 ' 2'; do
+        run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" TEST_JOBS="$v" bash "$ROOT/tests/run_suites.sh"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "TEST_JOBS=$v: expected a whole number from 1" ]
+        [ -z "$output" ]
+    done
+    [ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "run_suites: without a GPU every suite runs once, TAP in the suites' order, status 1 if one failed" {
+    [ -z "$(bash "$ROOT/tests/need_gpu.sh")" ] && skip "a GPU is present: the suites run as one bats"
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    # a stand-in bats: one passing test named after its suite; build.bats fails
+    printf '#!/bin/sh\nn=$(basename "$2" .bats)\nprintf "1..1\\nok 1 %%s\\n" "$n"\n[ "$n" != build ]\n' > "$BATS_TEST_TMPDIR/bin/bats"
+    chmod +x "$BATS_TEST_TMPDIR/bin/bats"
+    run env PATH="$BATS_TEST_TMPDIR/bin:$PATH" TEST_JOBS=3 bash "$ROOT/tests/run_suites.sh"
+    [ "$status" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep '^ok 1 ' | sed 's/^ok 1 //' | tr '\n' ' ')" = "$(cd "$ROOT/tests" && ls *.bats | sed 's/\.bats$//' | tr '\n' ' ')" ]
+    [ "$(printf '%s\n' "$output" | grep -c '^1\.\.1$')" -eq "$(ls "$ROOT"/tests/*.bats | wc -l)" ]
 }
 
 # ---- the build refuses spills under CI; the d128 Q-in-registers knob is gone -----------------

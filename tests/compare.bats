@@ -3,7 +3,6 @@
 # Markdown file and an SVG bar chart. tests/data/compare_summary.txt holds canned lines with H200
 # numbers at the blog's shape 8x16x1024x64 (dram_read/dram_write from the H200 counter pass; 01: 6 activities, 703.8 us, 545 MiB of scores, mask and
 # cuBLAS workspace; 03: 20, 2344.2 us, 1.29 GiB; 06: memset + kernel, 63.4 us, a 256 B workspace).
-bats_require_minimum_version 1.5.0
 load helpers
 
 DATA="$ROOT/tests/data/compare_summary.txt"

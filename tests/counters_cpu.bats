@@ -12,7 +12,6 @@
 #   per forward: read  100,000,000 + 268,435,456 + 268,435,456     = 636,870,912 B
 #                write  64,000,000 + 268,435,456 + 268,435,456 + 4 = 600,870,916 B
 load helpers
-bats_require_minimum_version 1.5.0
 
 setup_file() { build_unit; }
 

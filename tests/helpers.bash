@@ -1,5 +1,26 @@
 # Shared helpers for the Bats suites. Load with: load helpers
 ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
+# run --separate-stderr and run's other flags (Bats 1.5).
+bats_require_minimum_version 1.5.0
+
+# python3 on PATH may be a version manager's shim (pyenv's is a bash script that starts the
+# interpreter: each start costs a shell and a lookup more), and the suites start python3 hundreds
+# of times. The interpreter's own directory (sys.executable's, not its link target: a virtual
+# environment stays itself) goes first on PATH for every test process; asked once per bats run,
+# the answer kept in $BATS_RUN_TMPDIR.
+python_dir_first() {
+    local cache="${BATS_RUN_TMPDIR:-}/python3_dir" dir=""
+    [ -n "${BATS_RUN_TMPDIR:-}" ] || return 0
+    if [ ! -e "$cache" ]; then
+        python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' > "$cache.$$" 2>/dev/null || true
+        mv "$cache.$$" "$cache"
+    fi
+    read -r dir < "$cache" || true
+    if [ -n "$dir" ] && [ -x "$dir/python3" ]; then
+        case ":$PATH:" in ":$dir:"*) ;; *) PATH="$dir:$PATH" ;; esac
+    fi
+}
+python_dir_first
 
 # The unit-test binary (CPU suites build it in setup_file with build_unit).
 UNIT="$ROOT/build/common_unit"
@@ -14,13 +35,35 @@ build_unit() {
 # line: no driver, the toolkit's stub, a driver too old, no GPU). Asked once per bats run; the
 # answer is kept in $BATS_RUN_TMPDIR.
 require_gpu() {
-    local cache="$BATS_RUN_TMPDIR/need_gpu" why
-    if [ ! -e "$cache" ]; then
-        why=$(bash "$ROOT/tests/need_gpu.sh") || true
-        printf '%s\n' "$why" > "$cache.$$" && mv "$cache.$$" "$cache"
-    fi
-    why=$(cat "$cache")
+    local why; why=$(gpu_reason)
     [ -z "$why" ] || skip "$why (this test needs an NVIDIA GPU)"
+}
+
+# gpu_reason: why no stage can run here (tests/need_gpu.sh's line), or nothing where one can.
+gpu_reason() {
+    local cache="$BATS_RUN_TMPDIR/need_gpu"
+    if [ ! -e "$cache" ]; then
+        (bash "$ROOT/tests/need_gpu.sh" || true) > "$cache.$$" && mv "$cache.$$" "$cache"
+    fi
+    cat "$cache"
+}
+
+# gpu_ready: exit 0 where require_gpu would not skip (a suite's setup_file asks it).
+gpu_ready() {
+    [ -z "$(gpu_reason)" ]
+}
+
+# gpu_cc: the compute capability of GPU 0 ("9.0"), or "" without a GPU.
+gpu_cc() {
+    nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
+}
+
+# require_hopper: require_gpu, and skip (with the reason) where GPU 0 is not compute capability
+# 9.0: 07_hopper's binary holds sm_90a code only.
+require_hopper() {
+    require_gpu
+    local cc; cc=$(gpu_cc)
+    [ "$cc" = "9.0" ] || skip "07_hopper needs a Hopper GPU, compute capability 9.0 (this GPU: ${cc:-unknown})"
 }
 
 # run_stage STAGE [flags...]: runs ./STAGE/run with its trace in the test's temp dir, without the
@@ -48,16 +91,58 @@ field() {
     printf '%s\n' "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"
 }
 
-# trace_query PATH WHAT: facts about a Chrome trace, one per line, from tests/trace_query.py.
+# trace_query PATH WHAT [ARGS]: facts about a Chrome trace, one per line, from tests/trace_query.py.
+# A suite asks a trace many questions; the ones that `trace_query.py PATH facts` answers are read
+# from its answers, computed once per version of the file (its inode, size and modification time)
+# and kept in $BATS_RUN_TMPDIR; the others (counter, achieved), a trace the facts cannot hold and
+# a file that is not a trace go to trace_query.py itself, as before.
 trace_query() {
-    python3 "$ROOT/tests/trace_query.py" "$@"
+    local facts
+    case "${2-}" in
+        valid | kernels | launch-apis | occupancy | profiler-steps | timeline-kernels | flows | rank) ;;
+        count | ranges) [ $# -eq 3 ] || { python3 "$ROOT/tests/trace_query.py" "$@"; return; } ;;
+        *) python3 "$ROOT/tests/trace_query.py" "$@"; return ;;
+    esac
+    facts=$(trace_facts "$1") || { python3 "$ROOT/tests/trace_query.py" "$@"; return; }
+    case "$2" in
+        valid) grep -qxF "$(printf 'valid\t\t1')" "$facts" ;;
+        rank) grep -q '^rank'$'\t' "$facts" || { python3 "$ROOT/tests/trace_query.py" "$@"; return; }
+              awk -F'\t' '$1 == "rank" { print $3 }' "$facts" ;;
+        count | ranges) awk -F'\t' -v q="$2" -v a="$3" '$1 == q && $2 == a { n = $3 } END { print n + 0 }' "$facts" ;;
+        *) awk -F'\t' -v q="$2" '$1 == q { print $3 }' "$facts" ;;
+    esac
+}
+
+# trace_facts PATH: the file of PATH's facts (trace_query.py PATH facts), made when PATH is new or
+# has changed; fails when trace_query.py cannot give them.
+trace_facts() {
+    local stamp dir="${BATS_RUN_TMPDIR:-${TMPDIR:-/tmp}}/trace_facts" key f first
+    stamp=$(stat -L -c '%i %s %y' "$1" 2>/dev/null) || return 1
+    key=$(printf '%s' "$1" | cksum | tr ' ' _)
+    f="$dir/$key"
+    if [ -s "$f" ] && read -r first < "$f" && [ "$first" = "$stamp" ]; then
+        echo "$f"
+        return 0
+    fi
+    mkdir -p "$dir"
+    { printf '%s\n' "$stamp"; python3 "$ROOT/tests/trace_query.py" "$1" facts; } > "$f.$$" 2>/dev/null ||
+        { rm -f "$f.$$"; return 1; }
+    mv "$f.$$" "$f"
+    echo "$f"
+}
+
+# num_le A B: exit 0 when A <= B, both decimal numbers as the summary line prints them (1.2e-03,
+# 0.5); anything else (nan, inf, empty, an expression) fails: use at_most for expressions.
+num_le() {
+    local re='^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$'
+    [[ $1 =~ $re && $2 =~ $re ]] || return 1
+    awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'
 }
 
 # The summary line's rel_l2 is at most $1.
 assert_rel_l2_le() {
     local err; err=$(field rel_l2)
-    python3 -c "import sys; e=float('$err'); sys.exit(0 if e <= $1 else 1)" || {
-        echo "rel_l2=$err exceeds $1"; return 1; }
+    num_le "$err" "$1" || { echo "rel_l2=$err exceeds $1"; return 1; }
 }
 
 # at_most A B: exit 0 when the number A <= B (python3 arithmetic: A and B may be expressions).
@@ -84,4 +169,191 @@ bad = [l for l in sys.stdin.read().splitlines()
        if l.split("\t")[2] == "-" or float(l.split("\t")[1]) > float(l.split("\t")[2]) + 1.0]
 print("over:", bad) if bad else None
 sys.exit(1 if bad else 0)'
+}
+
+# ---- independent runs at once ------------------------------------------------------------------
+# Runs of a stage without the counter pass, the timeline pass and --regions (the tests' correctness
+# runs) are independent processes: several can share the GPU. Runs that profile (the counter pass,
+# the timeline pass, --regions: CUPTI's profiler and PM sampling are device-wide) never go through
+# run_parallel: each one runs alone.
+
+# test_jobs: how many runs at once: $TEST_JOBS if set (a whole number from 1), else the CPU count
+# up to 8 (each run checks its rows on the CPU).
+test_jobs() {
+    local n=${TEST_JOBS:-}
+    if [ -n "$n" ]; then
+        [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "TEST_JOBS=$n: expected a whole number from 1" >&2; return 2; }
+        echo "$n"
+        return 0
+    fi
+    n=$(nproc 2>/dev/null || echo 1)
+    echo $(( n > 8 ? 8 : n ))
+}
+
+# run_parallel DIR FUNC CASE...: FUNC with the words of each CASE as its arguments, in the
+# background, at most test_jobs at a time; waits for all. A case's stdout and stderr go to
+# DIR/KEY.out and its exit status to DIR/KEY.status (KEY: the case with '_' for each space, see
+# case_key). FUNC runs in a subshell of the test: the test's functions and variables are there.
+run_parallel() {
+    local dir=$1 func=$2 jobs running=0 c key; shift 2
+    jobs=$(test_jobs) || return 2
+    mkdir -p "$dir"
+    for c in "$@"; do
+        key=$(case_key "$c")
+        # shellcheck disable=SC2086  # the case's words are the arguments
+        ( set +e; "$func" $c > "$dir/$key.out" 2>&1 < /dev/null; echo $? > "$dir/$key.status" ) &
+        running=$((running + 1))
+        if [ "$running" -ge "$jobs" ]; then
+            wait -n || true
+            running=$((running - 1))
+        fi
+    done
+    wait || true
+}
+
+# case_key CASE: the file name of a case's results (each space an underscore, each / a %).
+case_key() {
+    local k=${1// /_}
+    printf '%s\n' "${k//\//%}"
+}
+
+# load_case DIR CASE: status, output and lines of the case's run, as Bats' run sets them; fails
+# (saying so) when the case did not run.
+load_case() {
+    local key; key=$(case_key "$2")
+    if [ ! -e "$1/$key.status" ]; then
+        echo "case '$2' did not run (no $1/$key.status)"
+        status=255 output="" lines=()
+        return 1
+    fi
+    read -r status < "$1/$key.status"
+    output=$(cat "$1/$key.out")
+    IFS=$'\n' read -d '' -r -a lines <<< "$output" || true
+}
+
+# expect WHAT COMMAND...: runs COMMAND (an assertion); when it fails, WHAT goes to FAILS and the
+# test goes on, so that one run shows every failing case; report_fails ends the test.
+expect() {
+    local what=$1; shift
+    "$@" || FAILS+=("$what")
+}
+
+# report_fails: fails the test, listing every entry of FAILS, if there is one.
+report_fails() {
+    if [ "${#FAILS[@]}" -gt 0 ]; then
+        printf 'FAILED: %s\n' "${FAILS[@]}"
+        return 1
+    fi
+}
+
+# ---- a suite's runs ahead of its tests -----------------------------------------------------------
+# A GPU suite's setup_file runs the suite's lean stage runs (run_stage's: no counter pass, no
+# timeline pass) at once: prerun CASE..., each CASE "STAGE FLAGS..." (a last word #N: the N-th of
+# repeated runs with the same flags). A test then reads its run with stage_result, which runs it
+# there and then when setup_file did not (no GPU at set-up, a test run alone with its own flags).
+CASES_DIR="${BATS_FILE_TMPDIR:-${BATS_TEST_TMPDIR:-/tmp}}/cases"
+
+# lean_run STAGE FLAGS... [#N]: ./STAGE/run with its trace at $CASES_DIR/KEY.json, without the
+# counter pass and the timeline pass (run_parallel's FUNC for prerun).
+lean_run() {
+    local key stage=$1 args=("${@:2}")
+    key=$(case_key "$*")
+    if [ "${#args[@]}" -gt 0 ] && [[ "${args[-1]}" == '#'* ]]; then unset 'args[-1]'; fi
+    "$ROOT/$stage/run" --trace "$CASES_DIR/$key.json" --no-counters --no-timeline "${args[@]}"
+}
+
+# prerun CASE...: every case at once (run_parallel), where a GPU can run them; else nothing.
+prerun() {
+    gpu_ready || return 0
+    run_parallel "$CASES_DIR" lean_run "$@"
+}
+
+# stage_result STAGE FLAGS... [#N]: status, output and lines of that run as Bats' run sets them
+# and TRACE its trace: the saved run of prerun, else run now (and saved).
+stage_result() {
+    local key; key=$(case_key "$*")
+    if [ ! -e "$CASES_DIR/$key.status" ]; then
+        mkdir -p "$CASES_DIR"
+        ( set +e; lean_run "$@" > "$CASES_DIR/$key.out" 2>&1 < /dev/null; echo $? > "$CASES_DIR/$key.status" )
+    fi
+    load_case "$CASES_DIR" "$*"
+    TRACE="$CASES_DIR/$key.json"
+}
+
+# test_calls FUNC: the arguments of each one-line test of this suite, @test "..." { FUNC ARGS; },
+# one line each (a setup_file runs those tests' runs ahead).
+test_calls() {
+    sed -n "s/^@test .*{ $1 \\(.*\\); }\$/\\1/p" "$BATS_TEST_FILENAME"
+}
+
+# ---- the eager stages (01_naive, 02_inplace) ----------------------------------------------------
+# A bf16 tensor-core GEMM: cuBLAS's Hopper "nvjet" kernels, or a named bf16/HMMA kernel.
+TC_GEMM_RE='^nvjet_|bf16.*gemm|gemm.*bf16|s16816|hmma|tensorop'
+GEMM_RE='nvjet|gemm|Gemm'
+
+# kcount ERE: the number of kernel events of $TRACE whose name matches ERE.
+kcount() {
+    trace_query "$TRACE" kernels | grep -cE "$1" || true
+}
+
+# naive_extra_bytes B H S: 01's and 02's extra_bytes: two bf16 score buffers + the bool mask (no
+# cuBLASLt workspace: the GEMMs need none).
+naive_extra_bytes() {
+    local b=$1 h=$2 s=$3
+    echo $(( 2 * b * h * s * s * 2 + s * s ))
+}
+
+# assert_eager_kernels_and_ranges: what 01's and 02's traces share over 3 active steps (+ the mask
+# built once at set-up): 2 GEMMs, mul, masked-fill and softmax per step, launch-to-kernel flows,
+# our kernels through cudaLaunchKernel, and the blog's op names on the CPU lane.
+assert_eager_kernels_and_ranges() {
+    trace_query "$TRACE" valid
+    trace_query "$TRACE" kernels
+    [ "$(kcount "$GEMM_RE")" -eq 6 ]
+    [ "$(kcount 'mul_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'masked_fill_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'softmax_rows_bf16_kernel')" -eq 3 ]
+    [ "$(kcount 'causal_mask_kernel')" -eq 1 ]
+    # one launch-to-kernel flow per kernel of the active steps at least
+    [ "$(trace_query "$TRACE" flows)" -ge 15 ]
+    # our own kernels go through the runtime's <<<>>> launch
+    [ "$(trace_query "$TRACE" launch-apis | grep -c '^cudaLaunchKernel$')" -ge 9 ]
+    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges matmul)" -eq 6 ]
+    [ "$(trace_query "$TRACE" ranges mul)" -eq 3 ]
+    [ "$(trace_query "$TRACE" ranges softmax)" -eq 3 ]
+}
+
+# ---- the one-kernel stages (05_flash, 07_hopper) ------------------------------------------------
+# shape_flags STAGE BATCH HEADS SEQ HEAD_DIM: the run of a shape case, every query row checked.
+shape_flags() {
+    echo "$1 --batch $2 --heads $3 --seq $4 --head-dim $5 --check-rows all"
+}
+
+# shape_cases STAGE: the runs of the suite's one-line shape_case tests (for its setup_file).
+shape_cases() {
+    local c
+    while read -r c; do
+        # shellcheck disable=SC2086  # BATCH HEADS SEQ HEAD_DIM
+        shape_flags "$1" $c
+    done < <(test_calls shape_case)
+}
+
+# assert_one_kernel_shape STAGE BATCH HEADS SEQ HEAD_DIM: the saved shape run PASSed at that shape
+# under 1e-2 with one kernel and no copy per step, no extra bytes, a valid trace with 3 attn_fwd
+# ranges and the suite's kernels (its assert_kernels HEAD_DIM).
+assert_one_kernel_shape() {
+    # shellcheck disable=SC2046  # the run's words
+    stage_result $(shape_flags "$@")
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    [ "$(field shape)" = "$2x$3x$4x$5" ]
+    assert_rel_l2_le 1e-2
+    [ "$(field kernels_per_step)" = 1 ]
+    [ "$(field memcpy_per_step)" = 0 ]
+    [ "$(field extra_bytes)" = 0 ]
+    trace_query "$TRACE" valid
+    assert_kernels "$5"
+    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
 }

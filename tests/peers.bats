@@ -2,7 +2,6 @@
 # CPU-only: bench/peers.py runs on the GPU machine where PyTorch is installed; anywhere else it
 # must say why on one line on stderr and exit 2 (a script must not take "nothing compared" for
 # success). A stand-in `torch` package on PYTHONPATH makes both cases happen everywhere.
-bats_require_minimum_version 1.5.0
 load helpers
 
 # fake_torch BODY: a package `torch` whose __init__.py is BODY, first on PYTHONPATH.

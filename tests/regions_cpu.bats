@@ -3,7 +3,6 @@
 # records of tests/unit/regions_tests.c (the cases and their times are listed there), the
 # queries of tests/regions_query.py on their traces, and the --regions flag's refusals.
 load helpers
-bats_require_minimum_version 1.5.0
 
 setup_file() {
     make -s -C "$BATS_TEST_DIRNAME/.." build/common_unit

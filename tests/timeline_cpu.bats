@@ -5,7 +5,6 @@
 # softmax (30 us) of the synthetic profile once more, sampled every 500 ns on a clock 10 us
 # ahead; GEMM: tensor pipe 50%, DRAM 10%; softmax: tensor 0%, DRAM 80%.
 load helpers
-bats_require_minimum_version 1.5.0
 
 setup_file() {
     make -s -C "$BATS_TEST_DIRNAME/.." build/common_unit

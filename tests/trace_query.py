@@ -19,6 +19,11 @@ WHAT:
   profiler-steps the names of the ProfilerStep ranges, one per line
   rank           distributedInfo's rank
   timeline-kernels  the name of every kernel event of the timeline pass, one per line
+  facts         every answer above but counter and achieved, one per line, QUERY<TAB>ARG<TAB>VALUE
+                 (a list query one line per entry, in order; count and ranges one line per category
+                 or name present; valid 1 or 0): helpers.bash's trace_query reads them instead of
+                 starting Python for each query. Exit 3, printing nothing, when a name holds a tab
+                 or a line break (the caller then asks each query here).
 Every query but timeline-kernels leaves out the timeline pass (the events whose args say
 step -2, the profiler's PROF_STEP_TIMELINE): the suites count the profiled steps. A file that
 is not such a trace fails every query: exit 1, the reason on one line on stderr.
@@ -58,6 +63,42 @@ def trace_problem(path):
     return doc, None
 
 
+def facts(doc, ev_all, ev):
+    """The facts query: the lines, or 3 when one would not be a line of three fields."""
+    out = []
+    ok = isinstance(ev, list) and "schemaVersion" in doc and "deviceProperties" in doc
+    out.append(("valid", "", 1 if ok else 0))
+    kernels = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    out += [("kernels", "", e["name"]) for e in kernels]
+    out += [("launch-apis", "", e["args"].get("launch api", "")) for e in kernels]
+    out += [("occupancy", "", e["args"].get("est. achieved occupancy %", "")) for e in kernels]
+    counts, ranges, flows = {}, {}, 0
+    for e in ev:
+        if e.get("ph") == "X":
+            if isinstance(e.get("cat"), str):  # the queries name a category as a string
+                counts[e["cat"]] = counts.get(e["cat"], 0) + 1
+            if e.get("cat") in ("user_annotation", "cpu_op") and isinstance(e.get("name"), str):
+                ranges[e["name"]] = ranges.get(e["name"], 0) + 1
+            if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
+                out.append(("profiler-steps", "", e["name"]))
+        elif e.get("ph") == "s" and e.get("cat") == "ac2g":
+            flows += 1
+    out.append(("flows", "", flows))
+    out += [("count", c, n) for c, n in counts.items()]
+    out += [("ranges", r, n) for r, n in ranges.items()]
+    out += [("timeline-kernels", "", e["name"]) for e in ev_all
+            if e.get("ph") == "X" and e.get("cat") == "kernel" and (e.get("args") or {}).get("step") == TIMELINE_STEP]
+    if isinstance(doc.get("distributedInfo"), dict) and "rank" in doc["distributedInfo"]:
+        out.append(("rank", "", doc["distributedInfo"]["rank"]))
+    lines = []
+    for q, a, v in out:
+        if any(ch in a + str(v) for ch in "\t\n\r"):
+            return 3
+        lines.append("%s\t%s\t%s" % (q, a, v))
+    print("\n".join(lines))
+    return 0
+
+
 def main():
     path, what = sys.argv[1], sys.argv[2]
     doc, problem = trace_problem(path)
@@ -67,6 +108,8 @@ def main():
         sys.exit(0)
     ev_all = doc["traceEvents"]
     ev = [e for e in ev_all if (e.get("args") or {}).get("step") != TIMELINE_STEP]
+    if what == "facts":
+        sys.exit(facts(doc, ev_all, ev))
     kernels = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "kernel"]
     if what == "kernels":
         for e in kernels:
