@@ -11,8 +11,8 @@
  *                        64 only
  *   rung5_l2order.cu     rung 4 (head_dim 64) and rung 3 (head_dim 128) + an L2-aware order:
  *                        the query tiles in sections of heads whose K and V fit in L2
- *   rung6_tma_store.cu   + O stored through TMA (a bulk tensor store from the shared tile); the
- *                        last rung, the default at both head_dims
+ *   rung6_tma_store.cu   + O stored through TMA (a bulk tensor store from the shared tile)
+ * Without --rung: rung 6 at head_dim 64, rung 5 at head_dim 128 (H3_DEFAULT_RUNG_D64/_D128).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
  * This file is the stage: --rung, the TMA tensor maps, the launch of the chosen rung's kernel.
@@ -60,14 +60,19 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
     return head_dim == 64 ? r->kernel_d64 : r->kernel_d128;
 }
 
-/* The rung to run at this head_dim: --rung, else the last rung that runs the head_dim (the
- * chapter's kernel). */
+/* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
+ * at the bench shapes (07_hopper/ladder/, docs/perf-notes.md). At head_dim 128 that is rung 5,
+ * not the last rung: rung 6's storing thread waits for the TMA to read O's tile before its warp
+ * goes on, and at head_dim 128 (two panels a warpgroup) that wait costs more than the threads'
+ * own 16-byte stores did. */
+#define H3_DEFAULT_RUNG_D64  6
+#define H3_DEFAULT_RUNG_D128 5
+
+/* The rung to run at this head_dim: --rung, else the default above. */
 static const flash3_rung *rung_for(int head_dim)
 {
     if (flash3_rung_flag > 0) return RUNGS[flash3_rung_flag - 1];
-    for (int i = N_RUNGS - 1; i > 0; --i)
-        if (rung_kernel(RUNGS[i], head_dim)) return RUNGS[i];
-    return RUNGS[0];
+    return RUNGS[(head_dim == 128 ? H3_DEFAULT_RUNG_D128 : H3_DEFAULT_RUNG_D64) - 1];
 }
 
 static size_t smem_for(const flash3_rung *r, int head_dim)
@@ -251,8 +256,8 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* parse_flag */  flash3_parse_flag,
     /* flag_help */
     "  --rung N          the ladder's rung, each one idea on the one before; kernel\n"
-    "                    ..._r<N>_sm90a (default: the last rung that runs the head_dim: 6 at\n"
-    "                    both). Rung, idea, head_dims:\n"
+    "                    ..._r<N>_sm90a (default: the fastest rung at each head_dim: 6 at\n"
+    "                    64, 5 at 128). Rung, idea, head_dims:\n"
     "                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128\n"
     "                      2  + softmax of tile n under P.V of tile n-1 (overlap)      64, 128\n"
     "                      3  + persistent grid, tiles longest-first, 2 Q buffers      64, 128\n"

@@ -17,9 +17,9 @@
  *     wait for O (wgmma_wait<0>); release V[n-1]; O *= alpha of tile n; P[n] packed to bf16
  *   Prologue: the first S and its softmax alone; epilogue: the last P.V alone.
  *   Ping-pong (FlashAttention-3's warp_scheduler_barrier): warpgroup c waits on named barrier
- *   NBAR_PINGPONG + c before issuing a tile's products and, once they are issued, lets warpgroup
- *   (c + 1) % 2 go. Each barrier completes with 256 threads: the waiting warpgroup's 128 and the
- *   128 of the other. Warpgroup 0 arrives on its own barrier once at the start, so it goes first.
+ *   NBAR_PINGPONG + c before issuing a tile's products (an item's last P.V too: a turn of its
+ *   own) and, once they are issued, lets warpgroup (c + 1) % 2 go. Each barrier completes with
+ *   256 threads: the waiting warpgroup's 128 and the 128 of the other. Warpgroup 0 arrives on its own barrier once at the start, so it goes first.
  * Key tiles past the diagonal are never loaded. Rows and keys past seq: TMA fills the parts of a
  * box outside the tensor with zeros, the mask hides keys >= seq, and rows >= seq are not stored.
  * Shah et al. 2024, "FlashAttention-3" (arXiv 2407.08608), sections 3.1 (warp
@@ -166,15 +166,20 @@ static __device__ __forceinline__ void consume_item(const flash3_params &p, cons
         pack_p<BN>(sacc, pk);                 /* P[n], written only now that no wgmma reads pk */
         attn_region_end(rg, ATTN_REGION_SOFTMAX);
     }
-    /* The last P.V alone. */
+    /* The last P.V alone, in its own turn: every product of the warpgroup is issued in a turn
+     * (both warpgroups take n_end + 1 turns per item, so the turns keep alternating). */
     {
         const int sp = kv_stage(u0 + it.n_end - 1);
         attn_region_begin(rg, ATTN_REGION_WAIT_V);
         mbar_wait(v_full(b, sp), kv_phase(u0 + it.n_end - 1));
         attn_region_end(rg, ATTN_REGION_WAIT_V);
+        attn_region_begin(rg, ATTN_REGION_WAIT_TURN);
+        named_barrier_sync(pp_mine, 256);
+        attn_region_end(rg, ATTN_REGION_WAIT_TURN);
         attn_region_begin(rg, ATTN_REGION_PV);
         issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
         attn_region_end(rg, ATTN_REGION_PV);
+        named_barrier_arrive(pp_next, 256);
         attn_region_begin(rg, ATTN_REGION_EPILOGUE);   /* from the wait for that product */
         wgmma_wait<0>();
         wgmma_fence_regs(o);

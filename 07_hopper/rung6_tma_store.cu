@@ -19,9 +19,9 @@
  *     wait for O (wgmma_wait<0>); release V[n-1]; O *= alpha of tile n; P[n] packed to bf16
  *   Prologue: the first S and its softmax alone; epilogue: the last P.V alone.
  *   Ping-pong at head_dim 64 only (PINGPONG, as rung 4; at head_dim 128 rung 3's schedule):
- *   warpgroup c waits on named barrier NBAR_PINGPONG + c before issuing a tile's products and,
- *   once they are issued, lets warpgroup (c + 1) % 2 go; warpgroup 0 arrives on its own barrier
- *   once at the start, so it goes first.
+ *   warpgroup c waits on named barrier NBAR_PINGPONG + c before issuing a tile's products (an
+ *   item's last P.V too, a turn of its own) and, once they are issued, lets warpgroup
+ *   (c + 1) % 2 go; warpgroup 0 arrives on its own barrier once at the start, so it goes first.
  * Key tiles past the diagonal are never loaded. Rows and keys past seq: TMA fills the parts of a
  * box outside the tensor with zeros, the mask hides keys >= seq, and the TMA store does not write
  * rows >= seq (outside O's tensor map). Shah et al. 2024, "FlashAttention-3" (arXiv
@@ -177,15 +177,23 @@ static __device__ __forceinline__ void consume_item(const flash3_params &p, cons
         pack_p<BN>(sacc, pk);                 /* P[n], written only now that no wgmma reads pk */
         attn_region_end(rg, ATTN_REGION_SOFTMAX);
     }
-    /* The last P.V alone. */
+    /* The last P.V alone; with PINGPONG in its own turn: every product of the warpgroup is
+     * issued in a turn (both warpgroups take n_end + 1 turns per item, so the turns keep
+     * alternating). */
     {
         const int sp = kv_stage(u0 + it.n_end - 1);
         attn_region_begin(rg, ATTN_REGION_WAIT_V);
         mbar_wait(v_full(b, sp), kv_phase(u0 + it.n_end - 1));
         attn_region_end(rg, ATTN_REGION_WAIT_V);
+        if constexpr (PINGPONG) {
+            attn_region_begin(rg, ATTN_REGION_WAIT_TURN);
+            named_barrier_sync(pp_mine, 256);
+            attn_region_end(rg, ATTN_REGION_WAIT_TURN);
+        }
         attn_region_begin(rg, ATTN_REGION_PV);
         issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
         attn_region_end(rg, ATTN_REGION_PV);
+        if constexpr (PINGPONG) named_barrier_arrive(pp_next, 256);
         attn_region_begin(rg, ATTN_REGION_EPILOGUE);   /* from the wait for that product */
         wgmma_wait<0>();
         wgmma_fence_regs(o);

@@ -24,9 +24,10 @@ setup_file() {
     local root; root="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
     make -s -C "$root" 04_efficient 05_flash 07_hopper
     for s in 04_efficient 05_flash; do
-        "$root/$s/run" --regions --trace "$BATS_FILE_TMPDIR/$s.json" > "$BATS_FILE_TMPDIR/$s.regions" 2>&1
+        "$root/$s/run" --regions --no-counters --no-timeline --trace "$BATS_FILE_TMPDIR/$s.json" \
+            > "$BATS_FILE_TMPDIR/$s.regions" 2>&1
         echo "rc=$?" >> "$BATS_FILE_TMPDIR/$s.regions"
-        "$root/$s/run" --trace none --quiet > "$BATS_FILE_TMPDIR/$s.plain" 2>&1
+        "$root/$s/run" --no-counters --no-timeline --trace none --quiet > "$BATS_FILE_TMPDIR/$s.plain" 2>&1
     done
     [ "$(gpu_cc)" = "9.0" ] || return 0
     # 07: every rung at the blog's shape (rung 4 runs head_dim 64 only: the blog's head_dim)
@@ -152,10 +153,22 @@ load_run() {
     local dump; dump=$(find_tool cuobjdump)
     [ -n "$dump" ] || skip "cuobjdump not found"
     make -s -C "$ROOT" 04_efficient 05_flash 07_hopper
-    for o in 04_efficient/efficient 05_flash/flash $(cd "$ROOT" && ls 07_hopper/rung*.cu | sed 's/\.cu$//'); do
-        echo "$o"
-        [ "$("$dump" -sass "$ROOT/build/$o.cu.o" | grep -c 'SR_GLOBALTIMER')" -eq 0 ]
-        at_most 1 "$("$dump" -sass "$ROOT/build/$o.regions.cu.o" | grep -c 'SR_GLOBALTIMER')"
+    local objs o k t
+    objs=(04_efficient/efficient 05_flash/flash $(cd "$ROOT" && ls 07_hopper/rung*.cu | sed 's/\.cu$//'))
+    for o in "${objs[@]}"; do          # the dumps at once, each one's status kept
+        for k in "" .regions; do
+            t="$BATS_TEST_TMPDIR/${o//\//_}$k"
+            ( "$dump" -sass "$ROOT/build/$o$k.cu.o" > "$t.sass"; echo $? > "$t.rc" ) &
+        done
+    done
+    wait
+    for o in "${objs[@]}"; do
+        t="$BATS_TEST_TMPDIR/${o//\//_}"
+        echo "$o: plain $(grep -c 'SR_GLOBALTIMER' "$t.sass"), regions $(grep -c 'SR_GLOBALTIMER' "$t.regions.sass")"
+        [ "$(cat "$t.rc")" -eq 0 ]
+        [ "$(cat "$t.regions.rc")" -eq 0 ]
+        [ "$(grep -c 'SR_GLOBALTIMER' "$t.sass")" -eq 0 ]
+        at_most 1 "$(grep -c 'SR_GLOBALTIMER' "$t.regions.sass")"
     done
 }
 
