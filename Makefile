@@ -188,6 +188,9 @@ sanitize:
 # make ladder [SHAPE=BxHxSxD]: chapter 07's ladder, every rung of ./07_hopper/run at one shape
 # (default the blog's), with the counter pass: the table on stdout and in
 # 07_hopper/ladder/ladder_<shape>.md, the rungs' lines in ladder_<shape>.txt (bench/ladder.py).
-# Needs a Hopper GPU.
-ladder: 07_hopper
+# Needs a Hopper GPU. Checked first (the shape's form, then the device: compare.py preflight, as
+# make compare), then built.
+ladder:
+	$(if $(COMPARE_BAD),$(error make ladder: $(COMPARE_BAD)))
+	@$(MAKE) --no-print-directory 07_hopper
 	python3 bench/ladder.py run $(SHAPE_ARG)

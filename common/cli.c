@@ -298,10 +298,10 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
             o->timeline_interval_ns = parse_uint(a, val, TIMELINE_INTERVAL_MIN,
                                                  TIMELINE_INTERVAL_MAX, NULL);
         } else if (!strcmp(a, "--regions")) {
-            /* an optional number: inline (--regions=8), or the next argument if all digits */
-            const int next_is_number = !inline_val && val && val[0] &&
-                                       strspn(val, "0123456789") == strlen(val);
-            if (inline_val || next_is_number)
+            /* an optional number: inline (--regions=8), or the next argument unless it is the
+             * next flag (--...): "--regions -1" and "--regions x" are refused as the count */
+            const int next_is_value = !inline_val && val && strncmp(val, "--", 2) != 0;
+            if (inline_val || next_is_value)
                 o->regions = (int)parse_uint(a, val, 1, 1024, NULL);
             else {
                 o->regions = CLI_REGIONS_DEFAULT;

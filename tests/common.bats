@@ -901,6 +901,16 @@ fake_gpu() {
     [ -z "$(find "$b" -name '*.o' 2>/dev/null)" ]
 }
 
+@test "make ladder SHAPE=x is refused before anything is compiled: one line (make's own), exit 2" {
+    b="$BATS_TEST_TMPDIR/build"
+    run --separate-stderr make -s -C "$ROOT" --no-print-directory ladder SHAPE=x BUILD="$b"
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "Makefile:"*": *** make ladder: --shape 'x' is not BxHxSxD with positive integers (e.g. 8x16x1024x64).  Stop." ]]
+    [ -z "$(find "$b" -name '*.o' 2>/dev/null)" ]
+}
+
 # ---- reference attention and the generator (CPU only) ---------------------------------------
 @test "reference: equal scores (Q = 0) give the running mean of V" {
     run "$ROOT/build/common_unit" ref-equal-scores
@@ -1175,14 +1185,14 @@ PY
     [ "${lines[-1]}" = "$n passed, $n failed, 0 skipped" ]
 }
 
-@test "run_suites: TEST_JOBS must be a whole number from 1: exit 2, one line, nothing run" {
+@test "run_suites: TEST_JOBS must be a whole number from 1 to 1024: exit 2, one line, nothing run" {
     mkdir -p "$BATS_TEST_TMPDIR/bin"
     printf '#!/bin/sh\necho ran > "%s/ran"\n' "$BATS_TEST_TMPDIR" > "$BATS_TEST_TMPDIR/bin/bats"
     chmod +x "$BATS_TEST_TMPDIR/bin/bats"
-    for v in 0 -1 x 2.5 ' 2'; do
-        run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" TEST_JOBS="$v" bash "$ROOT/tests/run_suites.sh"
+    for v in 0 -1 x 2.5 ' 2' 1025 99999999999999999999; do
+        run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" TEST_JOBS="$v" timeout 20 bash "$ROOT/tests/run_suites.sh"
         [ "$status" -eq 2 ]
-        [ "$stderr" = "TEST_JOBS=$v: expected a whole number from 1" ]
+        [ "$stderr" = "TEST_JOBS=$v: expected a whole number from 1 to 1024" ]
         [ -z "$output" ]
     done
     [ ! -e "$BATS_TEST_TMPDIR/ran" ]

@@ -177,12 +177,13 @@ sys.exit(1 if bad else 0)'
 # the timeline pass, --regions: CUPTI's profiler and PM sampling are device-wide) never go through
 # run_parallel: each one runs alone.
 
-# test_jobs: how many runs at once: $TEST_JOBS if set (a whole number from 1), else the CPU count
+# test_jobs: how many runs at once: $TEST_JOBS if set (a whole number from 1 to 1024), else the CPU count
 # up to 8 (each run checks its rows on the CPU).
 test_jobs() {
     local n=${TEST_JOBS:-}
     if [ -n "$n" ]; then
-        [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "TEST_JOBS=$n: expected a whole number from 1" >&2; return 2; }
+        [[ "$n" =~ ^[1-9][0-9]{0,3}$ ]] && [ "$n" -le 1024 ] ||
+            { echo "TEST_JOBS=$n: expected a whole number from 1 to 1024" >&2; return 2; }
         echo "$n"
         return 0
     fi

@@ -191,5 +191,13 @@ setup() {
     [[ "${lines[0]}" == *"--regions: 0 is out of range (expected 1 to 1024)" ]]
     run "$ROOT/05_flash/run" --regions x
     [ "$status" -eq 2 ]
-    [[ "${lines[0]}" == *"unexpected argument 'x'"* ]]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "${lines[0]}" == "--regions: "*"x"* ]]
+    run "$ROOT/05_flash/run" --regions -1
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "${lines[0]}" == "--regions: "*"-1"* ]]
+    run "$ROOT/05_flash/run" --regions 3 4
+    [ "$status" -eq 2 ]
+    [[ "${lines[0]}" == *"unexpected argument '4'"* ]]
 }

@@ -14,14 +14,15 @@ jobs=${TEST_JOBS:-}
 if [ -z "$jobs" ]; then
     jobs=$(nproc 2>/dev/null || echo 1)
     [ "$jobs" -le 4 ] || jobs=4
-elif ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
-    echo "TEST_JOBS=$jobs: expected a whole number from 1" >&2
+elif ! [[ "$jobs" =~ ^[1-9][0-9]{0,3}$ ]] || [ "$jobs" -gt 1024 ]; then
+    echo "TEST_JOBS=$jobs: expected a whole number from 1 to 1024" >&2
     exit 2
 fi
 if [ -z "$(bash tests/need_gpu.sh 2>/dev/null)" ]; then
     exec bats --tap tests/
 fi
 suites=(tests/*.bats)
+[ "$jobs" -le "${#suites[@]}" ] || jobs=${#suites[@]}   # no more lanes than suites
 work=$(mktemp -d "${TMPDIR:-/tmp}/run_suites.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 # The queue: the suites by size, largest first; a lane takes the next one nobody has taken
