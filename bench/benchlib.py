@@ -22,6 +22,7 @@ rendered tables), from a stage's summary line (README.md, "What a run prints"):
   human_bytes(n)                 device memory in binary units: 0, 256 B, 12.0 KiB, 1.29 GiB
   decimal_bytes(n)               bytes moved in the counters' decimal units: 4.10 kB, 66.1 MB
   flops_per_forward(r)           2·B·H·S²·D of its shape (FlashAttention's convention, causal)
+  shape_size_problem(shape)      a BxHxSxD whose 2·B·H·S²·D is too large for a float (or None)
   traffic(r), intensity(r)       DRAM bytes per forward, FLOP per DRAM byte (None without counters)
 
 Python 3 standard library only.
@@ -193,6 +194,17 @@ def flops_per_forward(r):
         return None
     b, h, s, d = (int(x) for x in m.groups())
     return 2.0 * b * h * s * s * d
+
+
+def shape_size_problem(shape):
+    """A BxHxSxD shape whose FLOP count (flops_per_forward) overflows a float, e.g. 400-digit
+    numbers in a hand-edited summary line: the reason as one line, or None (also for a shape
+    that is not BxHxSxD: SHAPE_RE says that)."""
+    try:
+        flops_per_forward({"shape": shape})
+    except OverflowError:
+        return f"shape={shape[:40]}...: its numbers are too large (2·B·H·S²·D overflows a float)"
+    return None
 
 
 def traffic(r):

@@ -25,8 +25,9 @@ The summary file holds, one per line (other lines are ignored):
     notbuilt stage=NN_x message=ONE LINE
 Exit status: 0; 1 when a stage failed; 2 on bad input (a flag argparse refuses, a --shape the
 stages' flags refuse such as 99999999999x1x1x1, ATTN_SANITIZE other than unset, 0 or 1, an OUTDIR
-that cannot be created or written, a SUMMARY_FILE that is not UTF-8 text) or no CUDA device: one
-line on stderr, nothing written; bad input is reported before the device is looked at.
+that cannot be created or written, a SUMMARY_FILE that is not UTF-8 text or holds a shape too
+large for its FLOP count) or no CUDA device: one line on stderr, nothing written; bad input is
+reported before the device is looked at.
 `preflight` checks what `run` would check before its first stage (ATTN_SANITIZE, the shape, then
 the device) and prints the reason on stderr without the "compare: " prefix, exit 2, or nothing,
 exit 0: make compare puts that line in its one "*** make compare: ..." line.
@@ -40,8 +41,8 @@ import sys
 from xml.sax.saxutils import escape
 
 from benchlib import (ROOT, SHAPE_RE, STAGE_RE, decimal_bytes, dir_problem, human_bytes, intensity,
-                      one_line_parser, sanitize_env_problem, shape_flag_problem, traffic,
-                      write_problem)
+                      one_line_parser, sanitize_env_problem, shape_flag_problem, shape_size_problem,
+                      traffic, write_problem)
 BLOG_SHAPE = "8x16x1024x64"
 STAGE_TIMEOUT_S = 600
 # Line kinds whose last field runs to the end of the line (it holds spaces).
@@ -551,6 +552,10 @@ def render(lines, outdir):
     rows = load_rows(lines)
     if not rows:
         die("no summary lines (lines starting 'result stage=...') to render")
+    for r in rows:
+        problem = shape_size_problem(r.get("shape", ""))
+        if problem:
+            die(f"{r['stage']}: {problem}")
     problem = dir_problem(outdir, "OUTDIR")
     if problem:
         die(problem)

@@ -21,8 +21,9 @@ The summary file holds, per rung, in this order (other lines are ignored):
     unsupported rung=N message=ONE LINE
 Exit status: 0; 1 when a rung failed; 2 on bad input (a flag argparse refuses, a --shape the
 stage refuses, an OUTDIR that cannot be created or written, a SUMMARY_FILE that cannot be read or
-whose summary line has no BxHxSxD shape) or no GPU: one line on stderr, nothing written; `run`
-reports bad input before any rung runs. Python 3 standard library only.
+whose summary line has no BxHxSxD shape, or whose rungs' summary lines name different shapes)
+or no GPU: one line on stderr, nothing written; `run` reports bad input before any rung runs.
+Python 3 standard library only.
 """
 import os
 import re
@@ -103,7 +104,7 @@ def parse(lines):
                 if mm:
                     cur[key] = mm.group(1)
         elif line.startswith("result "):
-            cur.update(fields(line))
+            cur.update(fields(line), has_result=True)
     return rows
 
 
@@ -130,7 +131,14 @@ def render(lines, outdir):
     rows = parse(lines)
     if not rows:
         die("no rung lines ('rung N IDEA') to render")
-    shape = next((r["shape"] for r in rows if "shape" in r), None)
+    for r in rows:
+        if r.get("has_result") and "shape" not in r:
+            die(f"rung {r['rung']}'s summary line has no shape= (BxHxSxD)")
+    shapes = sorted({r["shape"] for r in rows if "shape" in r})
+    if len(shapes) > 1:
+        die(f"the rungs' summary lines name different shapes ({', '.join(x[:40] for x in shapes)}): "
+            "one ladder is one shape")
+    shape = shapes[0] if shapes else None
     if shape is not None and not SHAPE_RE.match(shape):
         die(f"a summary line's shape={shape[:40]} is not BxHxSxD with positive integers")
     if shape:

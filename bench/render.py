@@ -28,10 +28,11 @@ single line is a value inside prose. `--check` rewrites nothing: it names every 
 text differs from the file's numbers and exits 1 (0 when all agree). `collect` reads the
 outputs of bench/reference_runs.sh (RUNDIR/NN_x.txt, RUNDIR/shapes/*.txt, RUNDIR/peers.md,
 RUNDIR/run.txt) and writes RUNDIR/results.txt. Bad input (a missing or unreadable file, a page or
-RUNDIR/results.txt that cannot be written, a result or peers line whose shape is not BxHxSxD or
-a peers line without its numbers, a marker that names a stage, shape or field the results file
-lacks, an unknown kind, a flag argparse refuses): one line on stderr, exit 2. The table units
-are bench/compare.py's (benchlib.py). Python 3 standard library only.
+RUNDIR/results.txt that cannot be written, an empty --results, a result or peers line whose
+shape is not BxHxSxD or too large for its FLOP count or a peers line without its numbers, a
+marker that names a stage, shape or field the results file lacks, an unknown kind, a flag
+argparse refuses): one line on stderr, exit 2. `collect --help` prints its usage. The table
+units are bench/compare.py's (benchlib.py). Python 3 standard library only.
 """
 import glob
 import os
@@ -39,8 +40,8 @@ import re
 import shlex
 import sys
 
-from benchlib import (ROOT, SHAPE_RE, decimal_bytes, human_bytes, intensity, one_line_parser, traffic,
-                      write_problem)
+from benchlib import (ROOT, SHAPE_RE, decimal_bytes, human_bytes, intensity, one_line_parser,
+                      shape_size_problem, traffic, write_problem)
 
 RESULTS = os.path.join("docs", "h200", "results.txt")
 MARKER = re.compile(r"<!-- results:([^>]*?) -->(.*?)<!-- end -->", re.S)
@@ -123,6 +124,8 @@ def load(path):
         elif "stage" in f and "shape" in f:
             if not SHAPE_RE.match(f["shape"]):
                 raise Bad(f"{path}:{n}: shape={f['shape'][:40]} is not BxHxSxD with positive integers")
+            if shape_size_problem(f["shape"]):
+                raise Bad(f"{path}:{n}: {shape_size_problem(f['shape'])}")
             missing = [x for x in PEERS_FIELDS if x not in f] if kind == "peers" else []
             if missing:
                 raise Bad(f"{path}:{n}: a peers line needs {'=, '.join(missing)}=")
@@ -394,6 +397,10 @@ def collect(rundir):
 
 def main(argv):
     if argv[:1] == ["collect"]:
+        if argv[1:] in (["--help"], ["-h"]):
+            print("usage: bench/render.py collect RUNDIR  (writes RUNDIR/results.txt from "
+                  "bench/reference_runs.sh's outputs)")
+            return 0
         if len(argv) != 2:
             raise Bad("usage: bench/render.py collect RUNDIR")
         collect(argv[1])
@@ -403,6 +410,8 @@ def main(argv):
     ap.add_argument("--results", default=None, help=f"default ROOT/{RESULTS}")
     ap.add_argument("--root", default=ROOT, help="the course's top directory")
     a = ap.parse_args(argv)
+    if a.results == "":
+        raise Bad("--results: an empty path (give the results file, or leave --results out)")
     results = a.results or os.path.join(a.root, RESULTS)
     count, differ = render_all(a.root, results, a.check)
     if count == 0:

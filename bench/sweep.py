@@ -204,9 +204,16 @@ def ratio(r, num, den):
     return a / b if a and b else None
 
 
+def countable(x):
+    """True for a ratio a geometric mean can take: finite and > 0 (not None, not a ratio that
+    underflowed to 0 or overflowed to inf, e.g. gpu_us 1e-300 over 1e300)."""
+    return x is not None and math.isfinite(x) and x > 0
+
+
 def geomean(xs):
-    """exp(mean(log x)) of the numbers in xs (None skipped); None when there are none."""
-    xs = [x for x in xs if x is not None]
+    """exp(mean(log x)) of the finite positive ratios in xs (countable(); None, 0, inf and NaN
+    skipped); None when there are none. The "(k/n)" and "over k of n" counts use the same test."""
+    xs = [x for x in xs if countable(x)]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
@@ -249,7 +256,7 @@ def summary_rows(doc):
     gm = []
     for _, a, b in RATIOS:
         xs = [ratio(r, a, b) for r in doc["shapes"]]
-        k = sum(x is not None for x in xs)
+        k = sum(countable(x) for x in xs)
         gm.append(fmt(geomean(xs)) + (f" ({k}/{n})" if k < n else ""))
     rows.append(["geomean"] + [""] * len(SIDES) + gm + ["", ""])
     return head, rows
@@ -262,8 +269,8 @@ def summary_lines(doc):
     n = len(doc["shapes"])
     for label, den in (("SDPA cuDNN", "SDPA cuDNN"), ("06_cudnn", "06_cudnn")):
         xs = [ratio(r, "07_hopper", den) for r in doc["shapes"]]
-        k = sum(x is not None for x in xs)
-        at_or_below = sum(x is not None and x <= 1.0 for x in xs)
+        k = sum(countable(x) for x in xs)
+        at_or_below = sum(countable(x) and x <= 1.0 for x in xs)
         g = geomean(xs)
         lines.append(f"sweep: 07_hopper against {label}: geometric mean {fmt(g)} over {k} of {n} "
                      f"shapes (goal <= {GOAL:.2f}); at or below 1.00 at {at_or_below} of {n}")

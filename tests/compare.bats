@@ -422,3 +422,13 @@ tp_of() {
     at_most "max($(tp_of 01_naive), $(tp_of 02_inplace), $(tp_of 03_math))" \
             "min($(tp_of 04_efficient), $(tp_of 05_flash), $(tp_of 06_cudnn), $(tp_of 07_hopper))"
 }
+
+@test "compare render: a summary shape with 400-digit numbers: one line, exit 2, nothing written (no float overflow)" {
+    big=$(printf '1%.0s' {1..400})
+    sed -e "s/shape=8x16x1024x64/shape=${big}x1x1x1/" "$DATA" > "$BATS_TEST_TMPDIR/summary.txt"
+    compare_bad render "$BATS_TEST_TMPDIR/summary.txt" "$BATS_TEST_TMPDIR/out"
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "compare: 01_naive: shape=1111111111111111111111111111111111111111...: its numbers are too large (2·B·H·S²·D overflows a float)" ]
+    [ ! -e "$BATS_TEST_TMPDIR/out" ]
+}

@@ -85,3 +85,23 @@ ladder_bad() {
     [ "${#stderr_lines[@]}" -eq 1 ]
     [[ "$stderr" == "ladder: --outdir /proc/o/x: cannot create a directory in /proc ("* ]]
 }
+
+@test "ladder render: a rung's summary line without shape=: one line, exit 2, nothing written" {
+    sed -e '0,/ shape=8x16x1024x64 / s/ shape=8x16x1024x64 / /' "$DATA" > "$BATS_TEST_TMPDIR/s.txt"
+    [ "$(grep -c ' shape=' "$BATS_TEST_TMPDIR/s.txt")" -eq 3 ]
+    ladder_bad render "$BATS_TEST_TMPDIR/s.txt" "$BATS_TEST_TMPDIR/out"
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "ladder: rung 1's summary line has no shape= (BxHxSxD)" ]
+    [ ! -e "$BATS_TEST_TMPDIR/out" ]
+}
+
+@test "ladder render: rungs whose summary lines name different shapes: one line, exit 2, nothing written" {
+    sed -e '/^result .* gpu_us=56.5 /s/ shape=8x16x1024x64 / shape=1x1x64x64 /' "$DATA" > "$BATS_TEST_TMPDIR/s.txt"
+    [ "$(grep -c ' shape=1x1x64x64 ' "$BATS_TEST_TMPDIR/s.txt")" -eq 1 ]
+    ladder_bad render "$BATS_TEST_TMPDIR/s.txt" "$BATS_TEST_TMPDIR/out"
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "ladder: the rungs' summary lines name different shapes (1x1x64x64, 8x16x1024x64): one ladder is one shape" ]
+    [ ! -e "$BATS_TEST_TMPDIR/out" ]
+}

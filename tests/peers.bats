@@ -345,3 +345,17 @@ grid_shapes() {
     [ "$(tr -s ' ' <<< "$output" | grep -c '^geomean 0.97 0.97 1.00 (2/3) 1.00 (2/3)$')" -eq 1 ]
     [ "$(tr -s ' ' <<< "$output" | grep -c '^1x4x2048x128 90.0 - 100.0 50.0 0.90 1.80 - - 48 3/4 PASS$')" -eq 1 ]
 }
+
+@test "peers --sweep --from: a ratio that underflows to 0 or overflows to inf is not counted in the geometric mean" {
+    # 07/06 at the first shape: 1e-300 / 1e300 underflows to 0 (then 1e300 / 1e-300 is inf); only 1x1x4096x64's 2.00 counts
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["07_hopper"]["gpu_us"]=1e-300; d["shapes"][0]["06_cudnn"]["gpu_us"]=1e300; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/zero.json"
+    peers_bad --sweep --from "$BATS_TEST_TMPDIR/zero.json"
+    [ "$status" -eq 1 ]
+    [ -z "$stderr" ]
+    [ "${lines[-1]}" = "sweep: 07_hopper against 06_cudnn: geometric mean 2.00 over 1 of 3 shapes (goal <= 0.85); at or below 1.00 at 0 of 3" ]
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["07_hopper"]["gpu_us"]=1e300; d["shapes"][0]["06_cudnn"]["gpu_us"]=1e-300; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/inf.json"
+    peers_bad --sweep --from "$BATS_TEST_TMPDIR/inf.json"
+    [ "$status" -eq 1 ]
+    [ -z "$stderr" ]
+    [ "${lines[-1]}" = "sweep: 07_hopper against 06_cudnn: geometric mean 2.00 over 1 of 3 shapes (goal <= 0.85); at or below 1.00 at 0 of 3" ]
+}

@@ -201,3 +201,41 @@ setup() {
     [ "$status" -eq 2 ]
     [[ "${lines[0]}" == *"unexpected argument '4'"* ]]
 }
+
+@test "regions_query.py: a trace it cannot read, or not of the right shape: one line, exit 1, no zeros" {
+    run --separate-stderr python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/none.json" tracks
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "regions_query.py: cannot read $BATS_TEST_TMPDIR/none.json: No such file or directory" ]
+    printf '{"traceEvents": {}}\n' > "$BATS_TEST_TMPDIR/t.json"
+    run --separate-stderr python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/t.json" tracks
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [ "$stderr" = "regions_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents is a dict, not a list" ]
+    printf '[1]\n' > "$BATS_TEST_TMPDIR/t.json"
+    run --separate-stderr python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/t.json" tracks
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "regions_query.py: $BATS_TEST_TMPDIR/t.json: the top level is a list, not an object" ]
+    printf '{"traceEvents": [{"ph": "X", "cat": "gpu_region", "pid": 1, "ts": 1, "dur": 1}]}\n' > "$BATS_TEST_TMPDIR/t.json"
+    run --separate-stderr python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/t.json" tracks
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "regions_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents[0] is a gpu_region event without a number tid" ]
+    printf 'nope\n' > "$BATS_TEST_TMPDIR/t.json"
+    run --separate-stderr python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/t.json" tracks
+    [ "$status" -eq 1 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "regions_query.py: $BATS_TEST_TMPDIR/t.json: not JSON ("* ]]
+}
+
+@test "regions_query.py: no arguments, an unknown query, inside without a regions pass kernel: one line, exit 1" {
+    run --separate-stderr python3 "$ROOT/tests/regions_query.py"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "regions_query.py: usage: regions_query.py TRACE tracks|inside|order|first_load|pingpong" ]
+    printf '{"traceEvents": []}\n' > "$BATS_TEST_TMPDIR/t.json"
+    run --separate-stderr python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/t.json" nosuch
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "regions_query.py: usage: regions_query.py TRACE tracks|inside|order|first_load|pingpong" ]
+    run --separate-stderr python3 "$ROOT/tests/regions_query.py" "$BATS_TEST_TMPDIR/t.json" inside
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [ "$stderr" = "regions_query.py: $BATS_TEST_TMPDIR/t.json: no kernel event of the regions pass (args \"regions pass\": 1)" ]
+}

@@ -19,17 +19,68 @@
                                       softmax time during which the other consumer is inside its
                                       S=QK^T or O+=PV regions (their union), over all blocks
 Times are compared in integer ns (the trace's us with 3 decimals); two regions overlap when each
-begins before the other ends (touching ends do not overlap).
+begins before the other ends (touching ends do not overlap). A TRACE that is not such a trace
+(missing, not JSON, not an object, traceEvents not a list of objects, a region, kernel or
+thread_name event without the fields the queries read, `inside` without a regions pass kernel)
+or a usage error: one line on stderr, exit 1.
 """
 import json
 import sys
 from collections import defaultdict
 
 
+def bad(msg):
+    """One line on stderr, exit 1."""
+    sys.exit("regions_query.py: " + " ".join(str(msg).split()))
+
+
+def number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def event_problem(i, e):
+    """Why traceEvents[i] lacks what the queries read, or None."""
+    ph, cat = e.get("ph"), e.get("cat")
+    region = ph == "X" and cat == "gpu_region"
+    kernel = ph == "X" and cat == "kernel"
+    thread = ph == "M" and e.get("name") == "thread_name"
+    if not (region or kernel or thread):
+        return None
+    what = "a gpu_region" if region else "a kernel" if kernel else "a thread_name"
+    need = ("pid", "tid", "ts", "dur") if region else ("pid", "ts", "dur") if kernel else ("pid", "tid")
+    for key in need:
+        if not number(e.get(key)):
+            return f"traceEvents[{i}] is {what} event without a number {key}"
+    a = e.get("args", {})
+    if not isinstance(a, dict):
+        return f"traceEvents[{i}].args is not an object"
+    if thread and not isinstance(a.get("name"), str):
+        return f"traceEvents[{i}] is a thread_name event without a string args.name"
+    if region and (not isinstance(e.get("name"), str) or "block" not in a
+                   or ("warp" not in a and "warpgroup" not in a)):
+        return f"traceEvents[{i}] is a gpu_region event without a name, args.block and args.warp or warpgroup"
+    return None
+
+
 def load(path):
-    with open(path) as f:
-        doc = json.load(f)
-    ev = doc["traceEvents"]
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        bad(f"cannot read {path}: {e.strerror or e}")
+    except (ValueError, RecursionError) as e:
+        bad(f"{path}: not JSON ({str(e)[:80]})")
+    if not isinstance(doc, dict):
+        bad(f"{path}: the top level is a {type(doc).__name__}, not an object")
+    ev = doc.get("traceEvents")
+    if not isinstance(ev, list):
+        bad(f"{path}: traceEvents is {'missing' if ev is None else 'a ' + type(ev).__name__}, not a list")
+    for i, e in enumerate(ev):
+        if not isinstance(e, dict):
+            bad(f"{path}: traceEvents[{i}] is a {type(e).__name__}, not an object")
+        problem = event_problem(i, e)
+        if problem:
+            bad(f"{path}: {problem}")
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
              if e.get("ph") == "M" and e.get("name") == "thread_name"}
     regions = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "gpu_region"]
@@ -78,9 +129,18 @@ def covered(s, t, spans):
 PRODUCTS = ("S=QK^T", "O+=PV")
 
 
+QUERIES = ("tracks", "inside", "order", "first_load", "pingpong")
+
+
 def main():
+    if len(sys.argv) != 3 or sys.argv[2] not in QUERIES:
+        bad("usage: regions_query.py TRACE " + "|".join(QUERIES))
     path, what = sys.argv[1], sys.argv[2]
     names, regions, kernels = load(path)
+    if what == "inside" and not kernels:
+        bad(f"{path}: no kernel event of the regions pass (args \"regions pass\": 1)")
+    if what == "order" and any("warp" not in e["args"] for e in regions):
+        bad(f"{path}: order reads args.warp of every gpu_region event; one has none")
     if what == "tracks":
         count = defaultdict(int)
         for e in regions:
@@ -158,8 +218,6 @@ def main():
         print("pv_overlap=%d" % overlap)
         for i in (0, 1):
             print("softmax_share_c%d=%.3f" % (i, under[i] / soft[i] if soft[i] else 0.0))
-    else:
-        sys.exit("unknown query %s" % what)
 
 
 if __name__ == "__main__":

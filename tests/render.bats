@@ -343,3 +343,25 @@ install_tree() {
     [ -z "$undated" ]
     [ "$(grep -ciE 'issue [0-9]|session|helper|the lead|this change' "$f")" -eq 0 ]
 }
+
+@test "render: a result line whose shape has 400-digit numbers: one line, exit 2 (no float overflow)" {
+    big=$(printf '1%.0s' {1..400})
+    bad_results "s/^\(result run=stages stage=05_flash \)shape=8x16x1024x64 /\1shape=${big}x1x1x1 /"
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" =~ ^render:\ .*/docs/h200/results\.txt:[0-9]+:\ shape=1{40}\.\.\.:\ its\ numbers\ are\ too\ large\ \(2·B·H·S²·D\ overflows\ a\ float\)$ ]]
+}
+
+@test "render: an empty --results is refused, not taken for the default: one line, exit 2" {
+    render_bad --check --results ""
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "render: --results: an empty path (give the results file, or leave --results out)" ]
+}
+
+@test "render collect --help prints its usage, exit 0 (not a RUNDIR named --help)" {
+    render_bad collect --help
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    [ "$output" = "usage: bench/render.py collect RUNDIR  (writes RUNDIR/results.txt from bench/reference_runs.sh's outputs)" ]
+}

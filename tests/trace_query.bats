@@ -90,3 +90,57 @@ valid_of() {
         trace_query "$t" valid
     done
 }
+
+# query_of FILE WHAT [ARG...]: trace_query.py FILE WHAT ARG...; stdout in $output, stderr in $stderr.
+query_of() {
+    run --separate-stderr python3 "$ROOT/tests/trace_query.py" "$@"
+    echo "$stderr"
+}
+
+@test "trace_query: no arguments, a query without its arguments, a bad regex: one line, exit 1" {
+    query_of
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [ "$stderr" = "trace_query.py: usage: trace_query.py PATH WHAT [ARG...] (WHAT: see the top of tests/trace_query.py)" ]
+    query_of "$ROOT/docs/h200/05_flash.json" counter
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: counter takes 2 arguments, got 0; usage: trace_query.py PATH WHAT [ARG...] (WHAT: see the top of tests/trace_query.py)" ]
+    query_of "$ROOT/docs/h200/05_flash.json" count
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: count takes 1 argument, got 0; usage: trace_query.py PATH WHAT [ARG...] (WHAT: see the top of tests/trace_query.py)" ]
+    query_of "$ROOT/docs/h200/05_flash.json" counter '(' dram__bytes_read.sum
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "trace_query.py: counter: REGEX '(' is not a regular expression ("* ]]
+}
+
+@test "trace_query valid: a kernel event without a name or args, a name that is not a string: exit 1" {
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [{"ph": "X", "cat": "kernel", "args": {}}]}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents[0] is a kernel event without a name" ]
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k"}]}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents[0] is a kernel event without an args object" ]
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [{"ph": "X", "cat": "user_annotation", "name": 7}]}'
+    valid_of "$BATS_TEST_TMPDIR/t.json"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents[0].name is not a string" ]
+}
+
+@test "trace_query: a user_annotation without a name is no ProfilerStep; rank without distributedInfo: one line, exit 1" {
+    trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [{"ph": "X", "cat": "user_annotation"}, {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1"}]}'
+    query_of "$BATS_TEST_TMPDIR/t.json" profiler-steps
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    [ "$output" = "ProfilerStep#1" ]
+    query_of "$BATS_TEST_TMPDIR/t.json" facts
+    [ "$status" -eq 0 ]
+    [ "$(grep -c $'^profiler-steps\t\tProfilerStep#1$' <<< "$output")" -eq 1 ]
+    query_of "$BATS_TEST_TMPDIR/t.json" rank
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: no distributedInfo with a rank" ]
+}

@@ -26,7 +26,9 @@ WHAT:
                  or a line break (the caller then asks each query here).
 Every query but timeline-kernels leaves out the timeline pass (the events whose args say
 step -2, the profiler's PROF_STEP_TIMELINE): the suites count the profiled steps. A file that
-is not such a trace fails every query: exit 1, the reason on one line on stderr.
+is not such a trace fails every query: exit 1, the reason on one line on stderr; so do usage
+errors (no PATH or WHAT, a query without its arguments, a REGEX that does not compile) and
+`rank` on a trace without distributedInfo's rank.
 """
 import re
 import json
@@ -38,8 +40,8 @@ TIMELINE_STEP = -2
 
 def trace_problem(path):
     """(doc, None) for a readable trace: a JSON object whose traceEvents is a list of objects
-    (each one's args, where set, an object), with schemaVersion and deviceProperties; else
-    (None, why)."""
+    (each one's args, where set, an object; its name, where set, a string; a kernel event with
+    a name and an args object), with schemaVersion and deviceProperties; else (None, why)."""
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -57,6 +59,13 @@ def trace_problem(path):
             return None, f"{path}: traceEvents[{i}] is a {type(e).__name__}, not an object"
         if e.get("args") is not None and not isinstance(e["args"], dict):
             return None, f"{path}: traceEvents[{i}].args is not an object"
+        if "name" in e and not isinstance(e["name"], str):
+            return None, f"{path}: traceEvents[{i}].name is not a string"
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            if "name" not in e:
+                return None, f"{path}: traceEvents[{i}] is a kernel event without a name"
+            if not isinstance(e.get("args"), dict):
+                return None, f"{path}: traceEvents[{i}] is a kernel event without an args object"
     for key in ("schemaVersion", "deviceProperties"):
         if key not in doc:
             return None, f"{path}: no {key}"
@@ -79,7 +88,7 @@ def facts(doc, ev_all, ev):
                 counts[e["cat"]] = counts.get(e["cat"], 0) + 1
             if e.get("cat") in ("user_annotation", "cpu_op") and isinstance(e.get("name"), str):
                 ranges[e["name"]] = ranges.get(e["name"], 0) + 1
-            if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
+            if e.get("cat") == "user_annotation" and e.get("name", "").startswith("ProfilerStep#"):
                 out.append(("profiler-steps", "", e["name"]))
         elif e.get("ph") == "s" and e.get("cat") == "ac2g":
             flows += 1
@@ -99,8 +108,27 @@ def facts(doc, ev_all, ev):
     return 0
 
 
+# the queries that take arguments, and how many
+ARGS = {"count": 1, "ranges": 1, "counter": 2, "step-counter": 1}
+USAGE = "usage: trace_query.py PATH WHAT [ARG...] (WHAT: see the top of tests/trace_query.py)"
+
+
 def main():
+    """Usage errors (missing PATH, WHAT or a query's arguments, a bad REGEX) and bad traces:
+    one line on stderr, exit 1."""
+    if len(sys.argv) < 3:
+        sys.exit(f"trace_query.py: {USAGE}")
     path, what = sys.argv[1], sys.argv[2]
+    need = ARGS.get(what, 0)
+    if len(sys.argv) != 3 + need:
+        sys.exit(f"trace_query.py: {what} takes {need} argument{'s' if need != 1 else ''}, "
+                 f"got {len(sys.argv) - 3}; {USAGE}")
+    rx = None
+    if what == "counter":
+        try:
+            rx = re.compile(sys.argv[3])
+        except re.error as e:
+            sys.exit(f"trace_query.py: counter: REGEX {sys.argv[3][:40]!r} is not a regular expression ({e})")
     doc, problem = trace_problem(path)
     if problem:
         sys.exit(f"trace_query.py: {problem}")
@@ -128,7 +156,7 @@ def main():
         for e in kernels:
             print(e["args"].get("est. achieved occupancy %", ""))
     elif what == "counter":
-        rx, metric = re.compile(sys.argv[3]), sys.argv[4]
+        metric = sys.argv[4]
         for e in kernels:
             if rx.search(e["name"]):
                 print(e["args"].get(metric, "-"))
@@ -146,14 +174,17 @@ def main():
                                       a.get("theoretical occupancy %", "-")))
     elif what == "profiler-steps":
         for e in ev:
-            if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
+            if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e.get("name", "").startswith("ProfilerStep#"):
                 print(e["name"])
     elif what == "timeline-kernels":
         for e in ev_all:
             if e.get("ph") == "X" and e.get("cat") == "kernel" and (e.get("args") or {}).get("step") == TIMELINE_STEP:
                 print(e["name"])
     elif what == "rank":
-        print(doc["distributedInfo"]["rank"])
+        info = doc.get("distributedInfo")
+        if not isinstance(info, dict) or "rank" not in info:
+            sys.exit(f"trace_query.py: {path}: no distributedInfo with a rank")
+        print(info["rank"])
     else:
         sys.exit("trace_query.py: unknown query " + what)
 
