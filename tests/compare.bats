@@ -393,6 +393,18 @@ h200_summary() {
     row 07_hopper | grep -qE '^07_hopper +1 +55\.1 +4\.8 +311\.7 +31\.5 +- +95\.9 MB +'
 }
 
+@test "compare run on the GPU: every stage's row has a tensor pipe % (the runs' tables are kept)" {
+    require_gpu
+    run --separate-stderr python3 "$ROOT/bench/compare.py" run --shape 1x2x128x64 --outdir "$BATS_TEST_TMPDIR/out"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^Kernel details' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]
+    [ "$(grep -c '^result stage=' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]
+    # stage, ops/step, GPU us, host us, TFLOP/s, % of peak, then a number in the tensor pipe column
+    [ "$(printf '%s\n' "$output" | grep -cE '^0[1-7]_[a-z]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+\.[0-9] +')" -eq 7 ]
+    [ "$(printf '%s\n' "$output" | grep -c 'from the timeline' || true)" -eq 0 ]
+}
+
 # tp_of STAGE: the tensor pipe % column of STAGE's row in $output (the 7th field: stage, GPU
 # ops/step, GPU us, host us, TFLOP/s, % of peak, tensor pipe %).
 tp_of() {
