@@ -33,14 +33,8 @@ memset_rows() {
     printf '%s\n' "$output" | grep -cE '^ +Memset \(Device\) ' || true
 }
 
-# The lean runs of the tests below, at once, before the first test.
-setup_file() {
-    prerun "01_naive --batch 1 --heads 2 --seq 77 --check-rows all" "01_naive" \
-        "01_naive --batch 2 --heads 3 --seq 1 --head-dim 64 --check-rows all" \
-        "01_naive --batch 2 --heads 3 --seq 17 --head-dim 128 --check-rows all" \
-        "01_naive --batch 1 --heads 2 --seq 1000 --head-dim 64 --check-rows all" \
-        "01_naive --batch 1 --heads 2 --seq 77 --poison-q 5 --check-rows all"
-}
+# The lean runs of the tests below (tests/runs.bash), at once, before the first test.
+setup_file() { prerun_suite; }
 
 @test "01_naive small shape 1x2x77x64, every row checked: PASS, 6 activities, 1 DtoD copy" {
     stage_result 01_naive --batch 1 --heads 2 --seq 77 --check-rows all

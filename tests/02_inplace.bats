@@ -21,14 +21,8 @@ assert_inplace_trace() {
     [ "$(trace_query "$TRACE" ranges clone)" -eq 0 ]
 }
 
-# The lean runs of the tests below, at once, before the first test.
-setup_file() {
-    prerun "02_inplace --batch 1 --heads 2 --seq 77 --check-rows all" "02_inplace" \
-        "02_inplace --batch 2 --heads 3 --seq 1 --head-dim 64 --check-rows all" \
-        "02_inplace --batch 2 --heads 3 --seq 17 --head-dim 128 --check-rows all" \
-        "02_inplace --batch 1 --heads 2 --seq 1000 --head-dim 64 --check-rows all" \
-        "02_inplace --batch 1 --heads 2 --seq 77 --poison-q 76 --check-rows all"
-}
+# The lean runs of the tests below (tests/runs.bash), at once, before the first test.
+setup_file() { prerun_suite; }
 
 @test "02_inplace small shape 1x2x77x64, every row checked: PASS, 5 activities, no copy" {
     stage_result 02_inplace --batch 1 --heads 2 --seq 77 --check-rows all

@@ -65,14 +65,8 @@ math_extra_bytes() {
              + b * h * s * s + b * h * s + 33554432 ))
 }
 
-# The lean runs of the tests below, at once, before the first test.
-setup_file() {
-    prerun "03_math --batch 1 --heads 2 --seq 77 --check-rows all" "03_math" \
-        "03_math --batch 2 --heads 3 --seq 1 --head-dim 64 --check-rows all" \
-        "03_math --batch 2 --heads 3 --seq 17 --head-dim 128 --check-rows all" \
-        "03_math --batch 1 --heads 2 --seq 1000 --head-dim 64 --check-rows all" \
-        "03_math --batch 1 --heads 2 --seq 77 --poison-q 0 --check-rows all"
-}
+# The lean runs of the tests below (tests/runs.bash), at once, before the first test.
+setup_file() { prerun_suite; }
 
 @test "03_math small shape 1x2x77x64, every row checked: PASS under 4e-3, 20 activities" {
     stage_result 03_math --batch 1 --heads 2 --seq 77 --check-rows all

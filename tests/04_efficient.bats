@@ -38,28 +38,10 @@ assert_one_kernel_run() {
     assert_our_kernels "$d"
 }
 
-# The runs of the tests below without the counter pass, at once, before the first test.
-setup_file() {
-    local cases=() c
-    while read -r c; do
-        # shellcheck disable=SC2086  # SEQ HEAD_DIM
-        cases+=("$(small_flags $c)")
-    done < <(test_calls small_case)
-    cases+=("04_efficient --batch 2 --heads 4 --seq 4096 --head-dim 64"
-            "04_efficient --batch 2 --heads 4 --seq 4096 --head-dim 128"
-            "04_efficient"
-            "04_efficient --batch 2 --heads 4 --seq 1000 --head-dim 128 --check-rows all --trace none #1"
-            "04_efficient --batch 2 --heads 4 --seq 1000 --head-dim 128 --check-rows all --trace none #2"
-            "04_efficient --batch 1 --heads 2 --seq 255 --head-dim 64 --check-rows all --poison-q 70")
-    prerun "${cases[@]}"
-}
+# The lean runs of the tests below (tests/runs.bash), at once, before the first test.
+setup_file() { prerun_suite; }
 
-# small_flags SEQ HEAD_DIM: the run of small_case.
-small_flags() {
-    echo "04_efficient --batch 1 --heads 2 --seq $1 --head-dim $2 --check-rows all"
-}
-
-# small_case SEQ HEAD_DIM: batch 1, heads 2, every query row checked.
+# small_case SEQ HEAD_DIM: batch 1, heads 2, every query row checked (small_flags, tests/runs.bash).
 small_case() {
     # shellcheck disable=SC2046  # the run's words
     stage_result $(small_flags "$1" "$2")

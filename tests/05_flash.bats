@@ -16,19 +16,8 @@ setup() {
     case "$BATS_TEST_DESCRIPTION" in *"(no GPU needed)"*) ;; *) require_gpu ;; esac
 }
 
-# The runs of the tests below without the counter pass, at once, before the first test.
-setup_file() {
-    local cases=() d
-    mapfile -t cases < <(shape_cases 05_flash)
-    for d in 64 128; do
-        cases+=("05_flash --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #1"
-                "05_flash --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #2"
-                "05_flash --batch 1 --heads 2 --seq 77 --head-dim $d --poison-q 5 --check-rows all"
-                "05_flash --batch 2 --heads 16 --seq 2048 --head-dim $d")
-    done
-    cases+=("05_flash" "05_flash --batch 2 --heads 16 --seq 4096 --head-dim 128")
-    prerun "${cases[@]}"
-}
+# The lean runs of the tests below (tests/runs.bash), at once, before the first test.
+setup_file() { prerun_suite; }
 
 kernel_for() {
     if [ "$1" = 64 ]; then echo "$D64_KERNEL"; else echo "$D128_KERNEL"; fi

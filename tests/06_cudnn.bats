@@ -27,14 +27,8 @@ memset_rows_with_3_calls() {
     printf '%s\n' "$output" | grep -cE '^ +Memset \(Device\) .* 3 *$' || true
 }
 
-# The shape_case runs, at once, before the first test.
-setup_file() {
-    local cases=() seq d rest
-    while read -r seq d rest; do
-        cases+=("06_cudnn --batch 2 --heads 4 --seq $seq --head-dim $d --check-rows all")
-    done < <(test_calls shape_case)
-    prerun "${cases[@]}"
-}
+# The lean runs of the tests below (tests/runs.bash), at once, before the first test.
+setup_file() { prerun_suite; }
 
 # shape_case SEQ HEAD_DIM ACTIVITIES_PER_STEP WORKSPACE_BYTES: batch 2, heads 4, checked on every
 # query row; exact per-step count, workspace, memsets and kernel names.

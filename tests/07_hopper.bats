@@ -22,20 +22,8 @@ setup() {
     esac
 }
 
-# The runs of the tests below, at once, before the first test (on a Hopper GPU).
-setup_file() {
-    local cases=() d
-    [ "$(gpu_cc)" = "9.0" ] || return 0
-    mapfile -t cases < <(shape_cases 07_hopper)
-    for d in 64 128; do
-        cases+=("07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #1"
-                "07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #2"
-                "07_hopper --batch 2 --heads 2 --seq 1000 --head-dim $d --seed 7 --check-rows all --quiet #3"
-                "07_hopper --batch 2 --heads 16 --seq 2048 --head-dim $d")
-    done
-    cases+=("07_hopper" "07_hopper --batch 2 --heads 16 --seq 4096 --head-dim 128")
-    prerun "${cases[@]}"
-}
+# The lean runs of the tests below (tests/runs.bash), at once, before the first test.
+setup_file() { prerun_suite; }
 
 kernel_for() {
     if [ "$1" = 64 ]; then echo "$D64_KERNEL"; else echo "$D128_KERNEL"; fi

@@ -32,51 +32,14 @@ assert_rung_kernel() {
     [ "$(printf '%s\n' "$output" | grep -cE "^  $k\(flash3_params\): grid \[[0-9]+, [0-9]+, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ $(smem_of "$1" "$2") B \(opt-in\)")" -eq 1 ]
 }
 
-# rung_cases RUNG HEAD_DIM: the runs of rung_case, one per line as "RUNG B H S D FLAGS...":
-# seq 1, 17, 63, 65, 127, 129, 255, 1000 with every row checked and 4097 on sampled rows (its
-# float64 reference over every row costs seconds); then the seq-1000 run once more with the same
-# seed and --quiet (the repeat).
-rung_cases() {
-    local seq
-    for seq in 1 17 63 65 127 129 255 1000; do
-        echo "$1 2 3 $seq $2 --check-rows all --seed 7"
-    done
-    echo "$1 1 1 4097 $2"
-    echo "$1 2 3 1000 $2 --check-rows 1 --seed 7 --quiet"
-}
+# The lean runs of the rung_case tests (rung_cases and rung_flags, tests/runs.bash), at once,
+# before the first test (on a Hopper GPU).
+setup_file() { prerun_suite; }
 
-# rung_run RUNG B H S D FLAGS...: one correctness run, no trace, no counter pass, one profiled
-# step (run_parallel's FUNC).
-rung_run() {
-    "$ROOT/07_hopper/run" --rung "$1" --batch "$2" --heads "$3" --seq "$4" --head-dim "$5" \
-        --trace none --no-counters --no-timeline --warmup 0 --steps 1 "${@:6}"
-}
-
-RUNS_DIR="$BATS_FILE_TMPDIR/rungs"
-
-# Every rung_case test's runs at once, before the first test (on a Hopper GPU): the rungs and
-# head_dims from the tests' own lines.
-setup_file() {
-    local cases=() c
-    gpu_ready || return 0
-    [ "$(gpu_cc)" = "9.0" ] || return 0
-    while read -r c; do
-        # shellcheck disable=SC2086  # RUNG HEAD_DIM
-        mapfile -t -O "${#cases[@]}" cases < <(rung_cases $c)
-    done < <(test_calls rung_case)
-    run_parallel "$RUNS_DIR" rung_run "${cases[@]}"
-}
-
-# rung_result CASE: status, output and lines of that run (rung_cases' form), saved by setup_file
-# or run now.
+# rung_result CASE: status, output and lines of that run (rung_cases' form).
 rung_result() {
-    local key; key=$(case_key "$1")
-    if [ ! -e "$RUNS_DIR/$key.status" ]; then
-        mkdir -p "$RUNS_DIR"
-        # shellcheck disable=SC2086  # the case's words
-        ( set +e; rung_run $1 > "$RUNS_DIR/$key.out" 2>&1 < /dev/null; echo $? > "$RUNS_DIR/$key.status" )
-    fi
-    load_case "$RUNS_DIR" "$1"
+    # shellcheck disable=SC2046  # the run's words
+    stage_result $(rung_flags $1)
 }
 
 # rung_case RUNG HEAD_DIM: every run of rung_cases PASSes with one rung kernel per step, no copy,

@@ -85,10 +85,29 @@ run_stage_profiled() {
 }
 
 # field KEY: the value of KEY=... in the summary line (the last line of $output).
+# (No process is started: a suite asks for hundreds of fields.)
 field() {
-    local line
-    line=$(printf '%s\n' "$output" | grep '^result ' | tail -n 1)
-    printf '%s\n' "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"
+    last_line_of "$output" 'result '
+    line_field "$REPLY" "$1"
+}
+
+# last_line_of TEXT PREFIX: REPLY = the last line of TEXT that starts with PREFIX, or "".
+last_line_of() {
+    local t=$'\n'"$1"
+    REPLY=""
+    case "$t" in *$'\n'"$2"*) ;; *) return 0 ;; esac
+    t=${t##*$'\n'"$2"}
+    REPLY="$2${t%%$'\n'*}"
+}
+
+# line_field LINE KEY: the value of each space-separated word KEY=VALUE of LINE, one per line.
+line_field() {
+    local rest=" $1 " key=" $2="
+    while [[ "$rest" == *"$key"* ]]; do
+        rest=${rest#*"$key"}
+        printf '%s\n' "${rest%% *}"
+        rest=" ${rest#* }"
+    done
 }
 
 # trace_query PATH WHAT [ARGS]: facts about a Chrome trace, one per line, from tests/trace_query.py.
@@ -178,7 +197,7 @@ sys.exit(1 if bad else 0)'
 # run_parallel: each one runs alone.
 
 # test_jobs: how many runs at once: $TEST_JOBS if set (a whole number from 1 to 1024), else the CPU count
-# up to 8 (each run checks its rows on the CPU).
+# up to 16 (each run checks its rows on the CPU).
 test_jobs() {
     local n=${TEST_JOBS:-}
     if [ -n "$n" ]; then
@@ -188,13 +207,14 @@ test_jobs() {
         return 0
     fi
     n=$(nproc 2>/dev/null || echo 1)
-    echo $(( n > 8 ? 8 : n ))
+    echo $(( n > 16 ? 16 : n ))
 }
 
 # run_parallel DIR FUNC CASE...: FUNC with the words of each CASE as its arguments, in the
 # background, at most test_jobs at a time; waits for all. A case's stdout and stderr go to
 # DIR/KEY.out and its exit status to DIR/KEY.status (KEY: the case with '_' for each space, see
 # case_key). FUNC runs in a subshell of the test: the test's functions and variables are there.
+# With TEST_RUN_TIMES=FILE each case adds a line "START END CASE" (seconds since the epoch) to FILE.
 run_parallel() {
     local dir=$1 func=$2 jobs running=0 c key; shift 2
     jobs=$(test_jobs) || return 2
@@ -202,7 +222,9 @@ run_parallel() {
     for c in "$@"; do
         key=$(case_key "$c")
         # shellcheck disable=SC2086  # the case's words are the arguments
-        ( set +e; "$func" $c > "$dir/$key.out" 2>&1 < /dev/null; echo $? > "$dir/$key.status" ) &
+        ( set +e; t0=$EPOCHREALTIME
+          "$func" $c > "$dir/$key.out" 2>&1 < /dev/null; echo $? > "$dir/$key.status"
+          [ -z "${TEST_RUN_TIMES:-}" ] || echo "$t0 $EPOCHREALTIME $c" >> "$TEST_RUN_TIMES" ) &
         running=$((running + 1))
         if [ "$running" -ge "$jobs" ]; then
             wait -n || true
@@ -248,11 +270,12 @@ report_fails() {
 }
 
 # ---- a suite's runs ahead of its tests -----------------------------------------------------------
-# A GPU suite's setup_file runs the suite's lean stage runs (run_stage's: no counter pass, no
-# timeline pass) at once: prerun CASE..., each CASE "STAGE FLAGS..." (a last word #N: the N-th of
-# repeated runs with the same flags). A test then reads its run with stage_result, which runs it
-# there and then when setup_file did not (no GPU at set-up, a test run alone with its own flags).
-CASES_DIR="${BATS_FILE_TMPDIR:-${BATS_TEST_TMPDIR:-/tmp}}/cases"
+# A GPU suite's lean stage runs (run_stage's: no counter pass, no timeline pass) are listed in
+# tests/runs.bash and run ahead of its tests, at once: by tests/setup_suite.bash for every suite of
+# the bats run, else by the suite's setup_file (prerun_suite). A test then reads its run with
+# stage_result, which runs it there and then when nobody did (no GPU at set-up, a test run alone
+# with its own flags). The runs are kept for the whole bats run: a run two suites read runs once.
+CASES_DIR="${BATS_RUN_TMPDIR:-${BATS_FILE_TMPDIR:-${TMPDIR:-/tmp}}}/cases"
 
 # lean_run STAGE FLAGS... [#N]: ./STAGE/run with its trace at $CASES_DIR/KEY.json, without the
 # counter pass and the timeline pass (run_parallel's FUNC for prerun).
@@ -263,10 +286,23 @@ lean_run() {
     "$ROOT/$stage/run" --trace "$CASES_DIR/$key.json" --no-counters --no-timeline "${args[@]}"
 }
 
-# prerun CASE...: every case at once (run_parallel), where a GPU can run them; else nothing.
+# prerun CASE...: every case not run yet at once (run_parallel), where a GPU can run them; else
+# nothing.
 prerun() {
+    local c todo=()
     gpu_ready || return 0
-    run_parallel "$CASES_DIR" lean_run "$@"
+    for c in "$@"; do
+        [ -e "$CASES_DIR/$(case_key "$c").status" ] || todo+=("$c")
+    done
+    [ "${#todo[@]}" -eq 0 ] || run_parallel "$CASES_DIR" lean_run "${todo[@]}"
+}
+
+# prerun_suite: this suite's runs (tests/runs.bash), those not run yet (a setup_file's body).
+prerun_suite() {
+    local cases=()
+    gpu_ready || return 0
+    mapfile -t cases < <(suite_runs "$(basename "$BATS_TEST_FILENAME" .bats)")
+    [ "${#cases[@]}" -eq 0 ] || prerun "${cases[@]}"
 }
 
 # stage_result STAGE FLAGS... [#N]: status, output and lines of that run as Bats' run sets them
@@ -281,11 +317,9 @@ stage_result() {
     TRACE="$CASES_DIR/$key.json"
 }
 
-# test_calls FUNC: the arguments of each one-line test of this suite, @test "..." { FUNC ARGS; },
-# one line each (a setup_file runs those tests' runs ahead).
-test_calls() {
-    sed -n "s/^@test .*{ $1 \\(.*\\); }\$/\\1/p" "$BATS_TEST_FILENAME"
-}
+# The suites' runs and the functions that list them.
+# shellcheck source=tests/runs.bash
+source "$ROOT/tests/runs.bash"
 
 # ---- the eager stages (01_naive, 02_inplace) ----------------------------------------------------
 # A bf16 tensor-core GEMM: cuBLAS's Hopper "nvjet" kernels, or a named bf16/HMMA kernel.
@@ -326,20 +360,6 @@ assert_eager_kernels_and_ranges() {
 }
 
 # ---- the one-kernel stages (05_flash, 07_hopper) ------------------------------------------------
-# shape_flags STAGE BATCH HEADS SEQ HEAD_DIM: the run of a shape case, every query row checked.
-shape_flags() {
-    echo "$1 --batch $2 --heads $3 --seq $4 --head-dim $5 --check-rows all"
-}
-
-# shape_cases STAGE: the runs of the suite's one-line shape_case tests (for its setup_file).
-shape_cases() {
-    local c
-    while read -r c; do
-        # shellcheck disable=SC2086  # BATCH HEADS SEQ HEAD_DIM
-        shape_flags "$1" $c
-    done < <(test_calls shape_case)
-}
-
 # assert_one_kernel_shape STAGE BATCH HEADS SEQ HEAD_DIM: the saved shape run PASSed at that shape
 # under 1e-2 with one kernel and no copy per step, no extra bytes, a valid trace with 3 attn_fwd
 # ranges and the suite's kernels (its assert_kernels HEAD_DIM).

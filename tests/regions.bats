@@ -52,7 +52,8 @@ setup() {
 
 # regions_line KEY: the value of KEY=... on the run's "regions stage=..." line
 regions_field() {
-    printf '%s\n' "$output" | grep '^regions stage=' | tr ' ' '\n' | sed -n "s/^$1=//p"
+    last_line_of "$output" 'regions stage='
+    line_field "$REPLY" "$1"
 }
 
 load_run() {

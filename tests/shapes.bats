@@ -12,28 +12,18 @@ setup() {
     require_gpu
 }
 
-FLAGS=(--check-rows all --quiet --trace none --no-counters --no-timeline)
-
 # A case: "pass STAGE BOUND ARGS..." (exit 0, check=PASS, rel_l2 <= BOUND) or "refuse STAGE
-# HEAD_DIM" (exit 2 and a one-line reason naming the head_dim). A test runs its stage's cases
-# at once (run_parallel: no counter pass, no timeline pass), then checks each one and lists every
-# case that failed.
-
-# shape_run KIND STAGE BOUND|HEAD_DIM [ARGS...]: the case's run (run_parallel calls it).
-shape_run() {
-    local kind=$1 stage=$2; shift 2
-    if [ "$kind" = pass ]; then
-        shift  # the bound
-        "$ROOT/$stage/run" "$@" "${FLAGS[@]}"
-    else
-        "$ROOT/$stage/run" --batch 1 --heads 2 --seq 17 --head-dim "$1" "${FLAGS[@]}"
-    fi
-}
+# HEAD_DIM" (exit 2 and a one-line reason naming the head_dim), its run shape_run_flags's (every
+# row checked, --quiet, no trace). The runs (tests/runs.bash: stage_shape_cases) go at once before
+# the first test, without the counter pass and the timeline pass; a test checks each of its
+# stage's cases and lists every case that failed.
+setup_file() { prerun_suite; }
 
 # check_case KIND STAGE BOUND|HEAD_DIM [ARGS...]: the case's assertions on its saved run.
 check_case() {
     local kind=$1 stage=$2 c="$*"
-    load_case "$BATS_TEST_TMPDIR/cases" "$c" || { FAILS+=("$c: did not run"); return 0; }
+    # shellcheck disable=SC2046  # the run's words
+    stage_result $(shape_run_flags "$@") || { FAILS+=("$c: did not run"); return 0; }
     if [ "$kind" = pass ]; then
         local bound=$3 err; shift 3
         err=$(field rel_l2)
@@ -53,64 +43,21 @@ check_case() {
     fi
 }
 
-# all_cases STAGE BOUND: the shape grid, odd batch/heads and the poisoned row, one case per line.
-all_cases() {
-    local stage=$1 bound=$2 seq d
-    for seq in 1 17 255 1000; do
-        for d in 64 128; do
-            echo "pass $stage $bound --batch 1 --heads 2 --seq $seq --head-dim $d"
-        done
-    done
-    echo "pass $stage $bound --batch 1 --heads 1 --seq 77 --head-dim 64"
-    echo "pass $stage $bound --batch 3 --heads 5 --seq 77 --head-dim 64"
-    echo "pass $stage $bound --batch 5 --heads 3 --seq 77 --head-dim 128"
-    echo "pass $stage $bound --batch 1 --heads 2 --seq 17 --head-dim 64 --poison-q 5"
-}
-
-# run_cases CASE...: every case run at once, then checked; the test fails listing each failed case.
-run_cases() {
+# stage_cases STAGE: every case of STAGE checked; the test fails listing each failed case.
+stage_cases() {
     local c
     FAILS=()
-    run_parallel "$BATS_TEST_TMPDIR/cases" shape_run "$@"
-    for c in "$@"; do
+    while read -r c; do
         # shellcheck disable=SC2086  # the case's words
         check_case $c
-    done
+    done < <(stage_shape_cases "$1")
+    [ "$(stage_shape_cases "$1" | grep -c .)" -ge 13 ]
     report_fails
 }
 
-@test "shapes: 01_naive on odd shapes, every row checked" {
-    local cases
-    mapfile -t cases < <(all_cases 01_naive 1e-2; echo 'pass 01_naive 1e-2 --batch 1 --heads 2 --seq 77 --head-dim 96')
-    run_cases "${cases[@]}"
-}
-
-@test "shapes: 02_inplace on odd shapes, every row checked" {
-    local cases
-    mapfile -t cases < <(all_cases 02_inplace 1e-2; echo 'pass 02_inplace 1e-2 --batch 1 --heads 2 --seq 77 --head-dim 96')
-    run_cases "${cases[@]}"
-}
-
-@test "shapes: 03_math on odd shapes, every row checked (bound 4e-3)" {
-    local cases
-    mapfile -t cases < <(all_cases 03_math 4e-3; echo 'pass 03_math 4e-3 --batch 1 --heads 2 --seq 77 --head-dim 96')
-    run_cases "${cases[@]}"
-}
-
-@test "shapes: 04_efficient on odd shapes, every row checked; head_dim 96 refused" {
-    local cases
-    mapfile -t cases < <(all_cases 04_efficient 1e-2; echo 'refuse 04_efficient 96')
-    run_cases "${cases[@]}"
-}
-
-@test "shapes: 05_flash on odd shapes, every row checked; head_dim 96 refused" {
-    local cases
-    mapfile -t cases < <(all_cases 05_flash 1e-2; echo 'refuse 05_flash 96')
-    run_cases "${cases[@]}"
-}
-
-@test "shapes: 06_cudnn on odd shapes, every row checked; head_dim 96 runs, 100 refused" {
-    local cases
-    mapfile -t cases < <(all_cases 06_cudnn 1e-2; echo 'pass 06_cudnn 1e-2 --batch 1 --heads 2 --seq 77 --head-dim 96'; echo 'refuse 06_cudnn 100')
-    run_cases "${cases[@]}"
-}
+@test "shapes: 01_naive on odd shapes, every row checked" { stage_cases 01_naive; }
+@test "shapes: 02_inplace on odd shapes, every row checked" { stage_cases 02_inplace; }
+@test "shapes: 03_math on odd shapes, every row checked (bound 4e-3)" { stage_cases 03_math; }
+@test "shapes: 04_efficient on odd shapes, every row checked; head_dim 96 refused" { stage_cases 04_efficient; }
+@test "shapes: 05_flash on odd shapes, every row checked; head_dim 96 refused" { stage_cases 05_flash; }
+@test "shapes: 06_cudnn on odd shapes, every row checked; head_dim 96 runs, 100 refused" { stage_cases 06_cudnn; }

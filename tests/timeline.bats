@@ -97,7 +97,8 @@ print(sum(e.get('cat') == 'cuda_profiler_range' for e in ev),
 
 # summary_field OUT KEY: KEY's value in the summary line (the last line) of the output file OUT.
 summary_field() {
-    tail -n 1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
+    local t; t=$(< "$1")
+    line_field "${t##*$'\n'}" "$2"
 }
 
 # table_rows OUT: the profiler table's rows of the output file OUT, "name<TAB># of Calls", sorted
