@@ -315,26 +315,31 @@ static inline long long flash3_busiest_block(const flash3_params &shape, int G, 
 }
 
 /* The host's choice of p.l2_sections for seq, head_dim and bh_count (batch*heads) on a grid of G
- * blocks: as few sections as keep each one's K and V (2 * seq * head_dim * 2 bytes a head)
- * within H3_L2_KV_BUDGET, at most one per head; but one section if that many would give the
- * busiest block more than 1/64 more work than one section does (a fixed order cannot even out
- * every shape; the order then is rung 3's, and L2 holds what it holds). */
+ * blocks: the fewest sections, from as few as keep each one's K and V (2 * seq * head_dim * 2
+ * bytes a head) within H3_L2_KV_BUDGET up to twice that many or 8 more, whichever is fewer (at
+ * most one per head; each count tried costs the host one pass over the order), whose
+ * busiest block has at most 1/64 more work than one section's busiest block; one section if none
+ * does (a fixed order cannot even out every shape; the order then is rung 3's, and L2 holds what
+ * it holds). More sections than the budget needs keep less K and V in L2 each; a count that
+ * divides the heads more evenly among the rounds can balance where the fewest does not. */
 static inline int flash3_l2_sections(int seq, int head_dim, int bh_count, int G)
 {
     const long long kv_per_head = 2ll * seq * head_dim * 2;
     long long heads = H3_L2_KV_BUDGET / kv_per_head;
     if (heads < 1) heads = 1;
     if (heads > bh_count) heads = bh_count;
-    const int sections = (int)((bh_count + heads - 1) / heads);
-    if (sections == 1) return 1;
+    const int fewest = (int)((bh_count + heads - 1) / heads);
+    if (fewest == 1) return 1;
     flash3_params shape;
     memset(&shape, 0, sizeof shape);
     shape.seq = seq;
     shape.bh_count = bh_count;
     shape.q_tiles = (seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
     const long long one = flash3_busiest_block(shape, G, 1);
-    const long long split = flash3_busiest_block(shape, G, sections);
-    return split * 64 <= one * 65 ? sections : 1;
+    const int last = fewest + (fewest < 8 ? fewest : 8);
+    for (int sections = fewest; sections <= bh_count && sections <= last; ++sections)
+        if (flash3_busiest_block(shape, G, sections) * 64 <= one * 65) return sections;
+    return 1;
 }
 
 /* ---- the pipeline ------------------------------------------------------------------------------
