@@ -45,7 +45,8 @@ gpu_reason() {
     if [ ! -e "$cache" ]; then
         (bash "$ROOT/tests/need_gpu.sh" || true) > "$cache.$$" && mv "$cache.$$" "$cache"
     fi
-    cat "$cache"
+    local why; why=$(< "$cache")
+    [ -z "$why" ] || printf '%s\n' "$why"
 }
 
 # gpu_ready: exit 0 where require_gpu would not skip (a suite's setup_file asks it).

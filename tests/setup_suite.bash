@@ -13,12 +13,13 @@ setup_suite() {
     BATS_TEST_DIRNAME=$(cd "$(dirname "$BATS_TEST_FILENAME")" && pwd)
     # shellcheck source=tests/helpers.bash
     source "$BATS_TEST_DIRNAME/helpers.bash"
-    gpu_ready || return 0
     # Bats sets BATS_UNIQUE_TEST_FILENAMES (the suites of this run) before it calls setup_suite
     for f in "${BATS_UNIQUE_TEST_FILENAMES[@]}"; do
         name=$(basename "$f" .bats)
         mapfile -t -O "${#cases[@]}" cases < <(suite_runs "$name")
     done
     # a bad TEST_JOBS is each suite's own error (prerun_suite says it); the suites go on
-    [ "${#cases[@]}" -eq 0 ] || prerun "${cases[@]}" || true
+    [ "${#cases[@]}" -gt 0 ] || return 0
+    gpu_ready || return 0
+    prerun "${cases[@]}" || true
 }
