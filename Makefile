@@ -37,6 +37,12 @@ CFLAGS  := -std=c11 -pthread -Icommon/c_shim -O2 -Wall -Wextra $(WERROR) -D_POSI
 # (CI=true) -Xptxas -Werror makes that warning an error, so a kernel that spills fails the build.
 NVFLAGS := -O3 -std=c++17 $(ARCH) -lineinfo -Xcompiler -Wall,-Wextra $(if $(WERROR),-Xcompiler -Werror,) \
            -Xptxas -warn-spills $(if $(WERROR),-Xptxas -Werror,) $(INC)
+# 07_hopper's objects: sm_90a alone, and ptxas's report (both below).
+07_hopper_ARCH    := -gencode arch=compute_90a,code=sm_90a
+07_hopper_NVFLAGS := $(filter-out $(ARCH),$(NVFLAGS)) -Xptxas -v $(07_hopper_ARCH)
+# Every compile also writes the list of every file the object includes, system headers too, to
+# <object>.d (-MD; tests/build.bats reads them: which stage includes a cuDNN header).
+DEPFILE := -MD -MF
 
 STAGES := $(sort $(patsubst %/,%,$(wildcard 0[1-9]_*/)))
 
@@ -47,6 +53,7 @@ COMMON_C   := $(filter-out common/run.c,$(wildcard common/*.c))
 COMMON_OBJ := $(COMMON_C:%.c=$(BUILD)/%.o)
 RUN_OBJ    := $(BUILD)/common/run.o
 UNIT       := $(BUILD)/common_unit
+FLASH3_ORDER := $(BUILD)/flash3_order
 EAGER_OBJ  := $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard common/eager/*.cu))
 
 # Each stage: the libraries it links beyond the harness's (<stage>_LIBS) and the shared objects
@@ -69,13 +76,14 @@ HEADERS    := $(wildcard common/*.h common/*/*.h tests/unit/*.h $(addsuffix /*.h
 CU_HEADERS := $(HEADERS) $(wildcard common/*.cuh common/*/*.cuh $(addsuffix /*.cuh,$(STAGES)))
 
 .PHONY: all test sanitize compare ladder clean $(STAGES)
-all: $(STAGES) $(UNIT)
+all: $(STAGES) $(UNIT) $(FLASH3_ORDER)
 
 # Every object depends on the compiler flags: $(FLAGS_STAMP) holds them and is rewritten (when
 # the makefile is read) only when they change: CI=true adds -Werror, another GPU changes ARCH; such
 # a build recompiles everything, an unchanged one nothing (make -n and -q stay truthful).
 FLAGS_STAMP := $(BUILD)/flags.stamp
-FLAGS_LINE  := $(strip $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS) | $(CUDNN_INC) $(CUDNN_LDFLAGS))
+FLAGS_LINE  := $(strip $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS) | $(07_hopper_NVFLAGS) | $(DEPFILE) | \
+                       $(CUDNN_INC) $(CUDNN_LDFLAGS))
 FLAGS_WRITE := mkdir -p $(BUILD) && printf '%s\n' '$(subst ','\'',$(FLAGS_LINE))' > $(FLAGS_STAMP)
 ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
 ifneq ($(strip $(shell cat $(FLAGS_STAMP) 2>/dev/null)),$(FLAGS_LINE))
@@ -91,11 +99,11 @@ $(FLAGS_STAMP):
 
 $(BUILD)/%.o: %.c $(FLAGS_STAMP) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -c $< -o $@ $(DEPFILE) $@.d
 
 $(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) $(CU_HEADERS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
+	$(NVCC) $(NVFLAGS) -c $< -o $@ $(DEPFILE) $@.d $(KEEP_PTXAS)
 
 # 06_cudnn's host files (gcc) see cuDNN's headers; if the compiler cannot find cudnn.h, one line
 # says so before any of them is compiled (the other stages do not need cuDNN).
@@ -109,8 +117,12 @@ cudnn-check:
 
 # 07_hopper uses sm_90a-only instructions (wgmma): its objects are built for sm_90a alone,
 # whatever ARCH is (nvcc 13.0 needs the -gencode form; -arch=sm_90a also runs a plain sm_90 pass).
-07_hopper_ARCH := -gencode arch=compute_90a,code=sm_90a
-$(BUILD)/07_hopper/%.cu.o: NVFLAGS := $(filter-out $(ARCH),$(NVFLAGS)) $(07_hopper_ARCH)
+# With -Xptxas -v, ptxas reports each kernel's registers, spills and barriers: the report is kept
+# next to the object as <object>.ptxas (tests/07_ladder.bats reads it); the terminal gets the
+# compiler's other messages (warnings), and everything when it fails.
+$(BUILD)/07_hopper/%.cu.o: NVFLAGS := $(07_hopper_NVFLAGS)
+$(BUILD)/07_hopper/%.cu.o: KEEP_PTXAS = 2> $@.ptxas || { cat $@.ptxas >&2; exit 1; }; \
+    grep -vE '^ptxas info|^ +[0-9]+ bytes stack frame' $@.ptxas >&2 || true
 
 # Stages with a regions build (common/regions.cuh, ./NN_x/run --regions): each of their .cu
 # files compiled a second time with -DATTN_REGIONS=1 into <file>.regions.cu.o, linked into the
@@ -118,7 +130,7 @@ $(BUILD)/07_hopper/%.cu.o: NVFLAGS := $(filter-out $(ARCH),$(NVFLAGS)) $(07_hopp
 REGIONS_STAGES := 04_efficient 05_flash 07_hopper
 $(BUILD)/%.regions.cu.o: %.cu $(FLAGS_STAMP) $(CU_HEADERS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -DATTN_REGIONS=1 -c $< -o $@
+	$(NVCC) $(NVFLAGS) -DATTN_REGIONS=1 -c $< -o $@ $(DEPFILE) $@.d $(KEEP_PTXAS)
 
 # One stage = its own .cu files (nvcc) and host-only .c files (gcc), the shared objects it names
 # (<stage>_OBJS), its regions build if it has one, the harness; linked with <stage>_LIBS and the harness's libraries.
@@ -136,6 +148,12 @@ $(foreach s,$(STAGES),$(eval $(call STAGE_RULES,$(s))))
 $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)): CFLAGS += -Itests/unit
 $(UNIT): $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)) $(COMMON_OBJ)
 	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) -Xlinker --as-needed $(HARNESS_LIBS)
+
+# 07_hopper's work orders checked on the CPU (tests/unit/flash3_order.cu; tests/07_ladder.bats
+# runs it): host code alone, with the header the kernels use, warnings as errors.
+$(FLASH3_ORDER): tests/unit/flash3_order.cu $(FLAGS_STAMP) $(CU_HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 $(07_hopper_ARCH) -Icommon -I07_hopper -Xcompiler -Wall,-Wextra,-Werror $< -o $@
 
 # make test: every Bats suite (GPU suites skip without a GPU), TAP output, then one closing line
 # "N passed, N failed, N skipped" (tests/tap_summary.sh); the status is bats' own. On a GPU the

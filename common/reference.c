@@ -36,17 +36,39 @@ static size_t idx(const attn_shape *s, int b, int h, int i)
     return (((size_t)b * s->heads + h) * s->seq + i) * s->head_dim;
 }
 
+/* The scores of query row qr against keys 0..n-1 of its head (kh: the head's key 0; keys are D
+ * apart): sc[j] = (Σ_d q_d·k_jd)·scale in float64, each sum in d order from 0.0, as
+ * ref_attention_row takes it. Four keys at a time: four independent sums, each in the same order,
+ * so the same bits as one key at a time, without waiting on one add after another. */
+static void ref_scores(const bf16_bits *qr, const bf16_bits *kh, int D, int n, double scale,
+                       double *sc)
+{
+    int j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const bf16_bits *k0 = kh + (size_t)j * D, *k1 = k0 + D, *k2 = k1 + D, *k3 = k2 + D;
+        double d0 = 0.0, d1 = 0.0, d2 = 0.0, d3 = 0.0;
+        for (int d = 0; d < D; d++) {
+            const double x = bf16_to_float(qr[d]);
+            d0 += x * bf16_to_float(k0[d]);
+            d1 += x * bf16_to_float(k1[d]);
+            d2 += x * bf16_to_float(k2[d]);
+            d3 += x * bf16_to_float(k3[d]);
+        }
+        sc[j] = d0 * scale; sc[j + 1] = d1 * scale; sc[j + 2] = d2 * scale; sc[j + 3] = d3 * scale;
+    }
+    for (; j < n; j++) {
+        const bf16_bits *kr = kh + (size_t)j * D;
+        double dot = 0.0;
+        for (int d = 0; d < D; d++) dot += (double)bf16_to_float(qr[d]) * bf16_to_float(kr[d]);
+        sc[j] = dot * scale;
+    }
+}
+
 void ref_attention_row(const attn_shape *s, double scale, const bf16_bits *q, const bf16_bits *k,
                        const bf16_bits *v, int b, int h, int row, double *work, double *o)
 {
     const int D = s->head_dim, n = row + 1; /* causal: keys 0..row */
-    const bf16_bits *qr = q + idx(s, b, h, row);
-    for (int j = 0; j < n; j++) {
-        const bf16_bits *kr = k + idx(s, b, h, j);
-        double dot = 0.0;
-        for (int d = 0; d < D; d++) dot += (double)bf16_to_float(qr[d]) * bf16_to_float(kr[d]);
-        work[j] = dot * scale;
-    }
+    ref_scores(q + idx(s, b, h, row), k + idx(s, b, h, 0), D, n, scale, work);
     ref_softmax_row(work, n, work);
     for (int d = 0; d < D; d++) o[d] = 0.0;
     for (int j = 0; j < n; j++) {
@@ -162,6 +184,34 @@ size_t ref_pick_rows(const attn_shape *s, size_t n_rows, uint64_t seed, size_t *
     return n_rows;
 }
 
+/* The sums over keys of ref_row_with_bound, one key's terms at a time: ref[d] += p·v_d and
+ * pv[d] += p·|v_d| (add_pv), bound[d] += w·|v_d - ref[d]| (add_bound), for d < D. Eight elements
+ * at a time, loops of fixed length the compiler can turn into vector instructions: each element
+ * gets the same products and adds as one at a time, the same bits. */
+static void add_pv(double *restrict ref, double *restrict pv, const bf16_bits *restrict vr,
+                   double p, int D)
+{
+    int d = 0;
+    for (; d + 8 <= D; d += 8) {
+        for (int e = 0; e < 8; e++) ref[d + e] += p * (double)bf16_to_float(vr[d + e]);
+        for (int e = 0; e < 8; e++) pv[d + e] += p * fabs((double)bf16_to_float(vr[d + e]));
+    }
+    for (; d < D; d++) {
+        const double x = bf16_to_float(vr[d]);
+        ref[d] += p * x;
+        pv[d] += p * fabs(x);
+    }
+}
+
+static void add_bound(double *restrict bound, const double *restrict ref,
+                      const bf16_bits *restrict vr, double w, int D)
+{
+    int d = 0;
+    for (; d + 8 <= D; d += 8)
+        for (int e = 0; e < 8; e++) bound[d + e] += w * fabs(bf16_to_float(vr[d + e]) - ref[d + e]);
+    for (; d < D; d++) bound[d] += w * fabs(bf16_to_float(vr[d]) - ref[d]);
+}
+
 /* One row's reference and element-wise bounds (reference.h, REF_BF16_U). work: 2·seq doubles;
  * ref, bound: D each. */
 static void ref_row_with_bound(const attn_shape *s, double scale, const bf16_bits *q,
@@ -170,31 +220,15 @@ static void ref_row_with_bound(const attn_shape *s, double scale, const bf16_bit
 {
     const int D = s->head_dim, n = row + 1;
     double *sc = work, *p = work + s->seq;
-    const bf16_bits *qr = q + idx(s, b, h, row);
-    for (int j = 0; j < n; j++) {
-        const bf16_bits *kr = k + idx(s, b, h, j);
-        double dot = 0.0;
-        for (int d = 0; d < D; d++) dot += (double)bf16_to_float(qr[d]) * bf16_to_float(kr[d]);
-        sc[j] = dot * scale;
-    }
+    ref_scores(q + idx(s, b, h, row), k + idx(s, b, h, 0), D, n, scale, sc);
     ref_softmax_row(sc, n, p);
     for (int d = 0; d < D; d++) ref[d] = bound[d] = 0.0;
     double *pv = bound; /* Σ_j p_j·|v_jd| first, in bound[] */
-    for (int j = 0; j < n; j++) {
-        const bf16_bits *vr = v + idx(s, b, h, j);
-        for (int d = 0; d < D; d++) {
-            const double x = bf16_to_float(vr[d]);
-            ref[d] += p[j] * x;
-            pv[d] += p[j] * fabs(x);
-        }
-    }
+    for (int j = 0; j < n; j++) add_pv(ref, pv, v + idx(s, b, h, j), p[j], D);
     const double u = REF_BF16_U, gamma = (n + D) * 0x1p-24;
     for (int d = 0; d < D; d++) bound[d] = u * fabs(ref[d]) + (u + gamma) * pv[d];
-    for (int j = 0; j < n; j++) {
-        const bf16_bits *vr = v + idx(s, b, h, j);
-        const double w = 2.0 * u * p[j] * fabs(sc[j]);
-        for (int d = 0; d < D; d++) bound[d] += w * fabs(bf16_to_float(vr[d]) - ref[d]);
-    }
+    for (int j = 0; j < n; j++)
+        add_bound(bound, ref, v + idx(s, b, h, j), 2.0 * u * p[j] * fabs(sc[j]), D);
     for (int d = 0; d < D; d++) bound[d] = 2.0 * bound[d] + 0x1p-24; /* margin 2, floor */
 }
 
@@ -205,18 +239,19 @@ typedef struct {
     int col;
 } row_result;
 
-/* Checks row rows[n] of O: its reference, every element against its bound (reference.h). work:
- * 2·seq + 2·D doubles. */
-static void check_row(const attn_shape *s, double scale, const bf16_bits *q, const bf16_bits *k,
-                      const bf16_bits *v, const bf16_bits *o, size_t flat, double *work,
-                      row_result *out)
+/* The flat row index (b·heads + h)·seq + i as (b, h, i). */
+static void row_pos(const attn_shape *s, size_t flat, int *b, int *h, int *i)
 {
-    const int D = s->head_dim, i = (int)(flat % s->seq);
     const size_t bh = flat / s->seq;
-    const int h = (int)(bh % s->heads), b = (int)(bh / s->heads);
-    double *ref = work + 2 * (size_t)s->seq, *bound = ref + D;
-    ref_row_with_bound(s, scale, q, k, v, b, h, i, work, ref, bound);
-    const bf16_bits *orow = o + idx(s, b, h, i);
+    *i = (int)(flat % s->seq);
+    *h = (int)(bh % s->heads);
+    *b = (int)(bh / s->heads);
+}
+
+/* One row of O (orow, D elements) against its reference and bounds. */
+static void compare_row(int D, const double *ref, const double *bound, const bf16_bits *orow,
+                        row_result *out)
+{
     row_result r;
     memset(&r, 0, sizeof r);
     r.col = -1;
@@ -236,6 +271,20 @@ static void check_row(const attn_shape *s, double scale, const bf16_bits *q, con
         r.ref2 += ref[d] * ref[d];
     }
     *out = r;
+}
+
+/* Checks row `flat` of O: its reference, every element against its bound (reference.h). work:
+ * 2·seq + 2·D doubles. */
+static void check_row(const attn_shape *s, double scale, const bf16_bits *q, const bf16_bits *k,
+                      const bf16_bits *v, const bf16_bits *o, size_t flat, double *work,
+                      row_result *out)
+{
+    const int D = s->head_dim;
+    int b, h, i;
+    row_pos(s, flat, &b, &h, &i);
+    double *ref = work + 2 * (size_t)s->seq, *bound = ref + D;
+    ref_row_with_bound(s, scale, q, k, v, b, h, i, work, ref, bound);
+    compare_row(D, ref, bound, o + idx(s, b, h, i), out);
 }
 
 /* The rows are shared out among threads: thread t of n_threads checks rows t, t + n_threads,
@@ -263,6 +312,47 @@ static void *check_rows(void *arg)
     return NULL;
 }
 
+/* The check_result of host out-of-memory: nothing was checked. */
+static check_result unchecked(size_t n_rows)
+{
+    check_result r;
+    memset(&r, 0, sizeof r);
+    r.rows = n_rows;
+    r.b = r.h = r.row = r.col = -1;
+    r.nonfinite = (size_t)-1;
+    r.ratio = INFINITY;
+    return r;
+}
+
+/* The check_result of n_rows row results, added up in row order (the same sums whatever thread
+ * computed which row). */
+static check_result sum_rows(const attn_shape *s, const size_t *rows, size_t n_rows,
+                             const row_result *out)
+{
+    check_result r;
+    memset(&r, 0, sizeof r);
+    r.rows = n_rows;
+    r.b = r.h = r.row = r.col = -1;
+    double err2 = 0.0, ref2 = 0.0;
+    for (size_t n = 0; n < n_rows; n++) {
+        const row_result *x = &out[n];
+        r.nonfinite += x->nonfinite;
+        r.over += x->over;
+        if (x->max_abs > r.max_abs) r.max_abs = x->max_abs;
+        err2 += x->err2;
+        ref2 += x->ref2;
+        if (x->col >= 0 && (r.b < 0 || x->ratio > r.ratio)) {
+            int i;
+            r.ratio = x->ratio;
+            row_pos(s, rows[n], &r.b, &r.h, &i);
+            r.row = i; r.col = x->col;
+            r.got = x->got; r.want = x->want; r.bound = x->bound;
+        }
+    }
+    r.rel_l2 = ref2 > 0.0 ? sqrt(err2 / ref2) : sqrt(err2);
+    return r;
+}
+
 /* Fewer rows than this per thread: fewer threads (starting one costs about as much as a few
  * short rows). */
 enum { REF_ROWS_PER_THREAD = 8 };
@@ -278,10 +368,6 @@ check_result ref_check_threads(const attn_shape *s, double scale, const bf16_bit
                                const bf16_bits *k, const bf16_bits *v, const bf16_bits *o,
                                const size_t *rows, size_t n_rows, size_t n_threads)
 {
-    check_result r;
-    memset(&r, 0, sizeof r);
-    r.rows = n_rows;
-    r.b = r.h = r.row = r.col = -1;
     if (n_threads < 1) n_threads = 1;
     if (n_threads > THREADS_MAX) n_threads = THREADS_MAX;
     row_result *out = malloc(sizeof *out * (n_rows ? n_rows : 1));
@@ -293,26 +379,82 @@ check_result ref_check_threads(const attn_shape *s, double scale, const bf16_bit
         threads_run(n_threads, check_rows, jobs, sizeof *jobs);
         for (size_t t = 0; t < n_threads; t++) failed |= jobs[t].failed;
     }
-    if (failed) { free(out); r.nonfinite = (size_t)-1; r.ratio = INFINITY; return r; }
-    double err2 = 0.0, ref2 = 0.0;
-    for (size_t n = 0; n < n_rows; n++) { /* row order: the same sums whatever n_threads */
-        const row_result *x = &out[n];
-        r.nonfinite += x->nonfinite;
-        r.over += x->over;
-        if (x->max_abs > r.max_abs) r.max_abs = x->max_abs;
-        err2 += x->err2;
-        ref2 += x->ref2;
-        if (x->col >= 0 && (r.b < 0 || x->ratio > r.ratio)) {
-            const size_t bh = rows[n] / s->seq;
-            r.ratio = x->ratio;
-            r.b = (int)(bh / s->heads); r.h = (int)(bh % s->heads);
-            r.row = (int)(rows[n] % s->seq); r.col = x->col;
-            r.got = x->got; r.want = x->want; r.bound = x->bound;
-        }
-    }
+    if (failed) { free(out); return unchecked(n_rows); }
+    const check_result r = sum_rows(s, rows, n_rows, out);
     free(out);
-    r.rel_l2 = ref2 > 0.0 ? sqrt(err2 / ref2) : sqrt(err2);
     return r;
+}
+
+/* The reference rows of a ref_expected: thread t of n_threads computes rows t, t + n_threads,
+ * ... (as check_rows). */
+typedef struct {
+    ref_expected *e;
+    double scale;
+    const bf16_bits *q, *k, *v;
+    size_t first, stride;
+    int failed; /* 1: no work buffer (host out of memory) */
+} expect_job;
+
+static void *expect_rows(void *arg)
+{
+    expect_job *j = arg;
+    ref_expected *e = j->e;
+    const int D = e->s.head_dim;
+    double *work = malloc(sizeof(double) * 2 * (size_t)e->s.seq);
+    if (!work) { j->failed = 1; return NULL; }
+    for (size_t n = j->first; n < e->n_rows; n += j->stride) {
+        int b, h, i;
+        row_pos(&e->s, e->rows[n], &b, &h, &i);
+        ref_row_with_bound(&e->s, j->scale, j->q, j->k, j->v, b, h, i, work, e->ref + n * D,
+                           e->bound + n * D);
+    }
+    free(work);
+    return NULL;
+}
+
+int ref_expect(ref_expected *e, const attn_shape *s, double scale, const bf16_bits *q,
+               const bf16_bits *k, const bf16_bits *v, const size_t *rows, size_t n_rows)
+{
+    memset(e, 0, sizeof *e);
+    e->s = *s;
+    e->rows = rows;
+    e->n_rows = n_rows;
+    const size_t elems = n_rows * (size_t)s->head_dim + 1;
+    e->ref = malloc(sizeof(double) * elems);
+    e->bound = malloc(sizeof(double) * elems);
+    int failed = !e->ref || !e->bound;
+    if (!failed) {
+        const size_t n_threads = threads_for(n_rows, REF_ROWS_PER_THREAD);
+        expect_job jobs[THREADS_MAX];
+        for (size_t t = 0; t < n_threads; t++)
+            jobs[t] = (expect_job){e, scale, q, k, v, t, n_threads, 0};
+        threads_run(n_threads, expect_rows, jobs, sizeof *jobs);
+        for (size_t t = 0; t < n_threads; t++) failed |= jobs[t].failed;
+    }
+    if (failed) { ref_expect_free(e); return -1; }
+    return 0;
+}
+
+check_result ref_expect_check(const ref_expected *e, const bf16_bits *o)
+{
+    const int D = e->s.head_dim;
+    row_result *out = malloc(sizeof *out * (e->n_rows ? e->n_rows : 1));
+    if (!out) return unchecked(e->n_rows);
+    for (size_t n = 0; n < e->n_rows; n++) {
+        int b, h, i;
+        row_pos(&e->s, e->rows[n], &b, &h, &i);
+        compare_row(D, e->ref + n * D, e->bound + n * D, o + idx(&e->s, b, h, i), &out[n]);
+    }
+    check_result r = sum_rows(&e->s, e->rows, e->n_rows, out);
+    free(out);
+    return r;
+}
+
+void ref_expect_free(ref_expected *e)
+{
+    free(e->ref);
+    free(e->bound);
+    e->ref = e->bound = NULL;
 }
 
 int ref_check_pass(const check_result *r, double rel_l2_bound)

@@ -91,6 +91,27 @@ check_result ref_check_threads(const attn_shape *s, double scale, const bf16_bit
                                const bf16_bits *k, const bf16_bits *v, const bf16_bits *o,
                                const size_t *rows, size_t n_rows, size_t n_threads);
 
+/* The reference and the element-wise bounds of some rows, computed once, to check several O
+ * against (the unit tests check five stages' emulated arithmetic on one problem):
+ * ref_expect_check(e, o) has the same bits as ref_check on the same rows. Holds
+ * 2·n_rows·head_dim doubles; rows must outlive it. */
+typedef struct {
+    attn_shape s;
+    const size_t *rows;
+    size_t n_rows;
+    double *ref, *bound; /* rows[n]'s reference and bounds: [n·head_dim, (n + 1)·head_dim) */
+} ref_expected;
+
+/* Computes e's reference rows (shared out among threads as ref_check's). 0, or -1 on host
+ * out-of-memory (e then holds nothing). */
+int ref_expect(ref_expected *e, const attn_shape *s, double scale, const bf16_bits *q,
+               const bf16_bits *k, const bf16_bits *v, const size_t *rows, size_t n_rows);
+
+/* O (whole tensor) against e's rows: ref_check's result. */
+check_result ref_expect_check(const ref_expected *e, const bf16_bits *o);
+
+void ref_expect_free(ref_expected *e);
+
 /* The verdict: no non-finite element, rel_l2 <= rel_l2_bound (the stage's: 1e-2, 03_math 4e-3)
  * and every element within its bound. 1 = pass. */
 int ref_check_pass(const check_result *r, double rel_l2_bound);

@@ -18,30 +18,29 @@ needed() {
     readelf -d "$ROOT/$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'
 }
 
-# includes FILE...: every header the files include, directly or not (the compiler's -M), with the
-# Makefile's include paths; .c files through gcc, .cu files through nvcc. The files go through
-# the compiler at once (run_parallel); the lists are printed in the files' order, and it fails
-# when one of them failed.
+# includes FILE...: every header the files include, directly or not, as the build's compiler saw
+# them: the list each object's compile writes next to it, <object>.d (-MD: system headers too;
+# the Makefile), for the file's object and, where the stage has a regions build, its regions
+# object too. Printed in the files' order; fails when a file's list is missing or older than the
+# build's flags (setup_file's make has just brought every object up to date).
 includes() {
-    local f rc=0
-    cd "$ROOT"
-    run_parallel "$BATS_TEST_TMPDIR/deps" deps_of "$@"
+    local f obj d rc=0
     for f in "$@"; do
-        load_case "$BATS_TEST_TMPDIR/deps" "$f" || rc=1
-        printf '%s\n' "$output"
-        [ "$status" -eq 0 ] || rc=1
+        case $f in
+            *.cu) obj="build/${f%.cu}.cu.o" ;;
+            *) obj="build/${f%.c}.o" ;;
+        esac
+        for d in "$ROOT/$obj.d" "$ROOT/${obj%.cu.o}.regions.cu.o.d"; do
+            case $d in *.regions.cu.o.d) [ "$obj" != "${obj%.cu.o}" ] && [ -e "${d%.d}" ] || continue ;; esac
+            if [ -s "$d" ] && [ ! "$ROOT/build/flags.stamp" -nt "$d" ]; then
+                cat "$d"
+            else
+                echo "$f: no dependency list $d from this build"
+                rc=1
+            fi
+        done
     done
     return "$rc"
-}
-
-# deps_of FILE: the headers FILE includes (one compiler -M run; includes' FUNC).
-deps_of() {
-    local cuda=${CUDA_HOME:-/usr/local/cuda}
-    local inc=(-Icommon/c_shim -Icommon -I"$cuda/include" -I"$cuda/extras/CUPTI/include")
-    case $1 in
-        *.cu) "$cuda/bin/nvcc" -std=c++17 "${inc[@]}" -M "$1" ;;
-        *.c)  gcc -std=c11 -D_POSIX_C_SOURCE=200809L "${inc[@]}" -M "$1" ;;
-    esac
 }
 
 # ---- the binaries' NEEDED entries -------------------------------------------------------------
@@ -177,6 +176,21 @@ deps_of() {
     run includes 06_cudnn/*.c
     [ "$status" -eq 0 ]
     [[ "$output" == *cudnn.h* ]]
+}
+
+@test "the lists name headers included through another header, and system headers (controls)" {
+    # gcc: builder.c includes cudnn.h only through builder.h
+    [ "$(grep -c 'cudnn\.h' "$ROOT/06_cudnn/builder.c")" -eq 0 ]
+    run includes 06_cudnn/builder.c
+    [ "$status" -eq 0 ]
+    [[ "$output" == *cudnn.h* ]]
+    # nvcc: efficient.cu includes mma_sm80.cuh only through attn_tiles.cuh, and <stdio.h> from the
+    # system's path; both in the lists of its plain and its regions object
+    [ "$(grep -c 'mma_sm80' "$ROOT/04_efficient/efficient.cu")" -eq 0 ]
+    run includes 04_efficient/efficient.cu
+    [ "$status" -eq 0 ]
+    [ "$(printf '%s\n' "$output" | tr ' ' '\n' | grep -cx 'common/sm80/mma_sm80\.cuh')" -eq 2 ]
+    [ "$(printf '%s\n' "$output" | tr ' ' '\n' | grep -cx '/.*/include/stdio\.h')" -eq 2 ]
 }
 
 @test "06_cudnn has no .cu file: it is host code, C11 through gcc" {

@@ -35,31 +35,81 @@ static size_t at(const attn_shape *s, int b, int h, int i)
     return (((size_t)b * s->heads + h) * s->seq + i) * s->head_dim;
 }
 
-/* Row `row` of head (b, h) as model m computes it, over keys 0..n_keys-1 (n_keys = row + 1
- * normally; fewer for the skipped-tile fault), into o (bf16). sbuf holds seq floats. */
-static void emulate_row(em_model m, const attn_shape *s, const bf16_bits *q, const bf16_bits *k,
-                        const bf16_bits *v, int b, int h, int row, int n_keys, float *sbuf,
-                        bf16_bits *o)
+/* The FP32 scores of query row `row` of head (b, h) against keys 0..n_keys-1, into sbuf: the dot
+ * of the bf16 Q and K rows (math: each element times sqrt(scale) first, as 03 scales Q and K),
+ * each sum in d order. Four keys at a time: four independent sums, each in the same order, so
+ * the same bits as one key at a time, without waiting on one add after another. */
+static void emulate_scores(int math, const attn_shape *s, const bf16_bits *q, const bf16_bits *k,
+                           int b, int h, int row, int n_keys, float *sbuf)
+{
+    const int D = s->head_dim;
+    const float sq = (float)sqrt(1.0 / sqrt((double)D));
+    const bf16_bits *qr = q + at(s, b, h, row), *kh = k + at(s, b, h, 0);
+    float qf[1024];
+    for (int d = 0; d < D; d++) qf[d] = math ? bf16_to_float(qr[d]) * sq : bf16_to_float(qr[d]);
+    int j = 0;
+    for (; j + 4 <= n_keys; j += 4) {
+        const bf16_bits *k0 = kh + (size_t)j * D, *k1 = k0 + D, *k2 = k1 + D, *k3 = k2 + D;
+        float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
+        if (math)
+            for (int d = 0; d < D; d++) {
+                d0 += qf[d] * (bf16_to_float(k0[d]) * sq);
+                d1 += qf[d] * (bf16_to_float(k1[d]) * sq);
+                d2 += qf[d] * (bf16_to_float(k2[d]) * sq);
+                d3 += qf[d] * (bf16_to_float(k3[d]) * sq);
+            }
+        else
+            for (int d = 0; d < D; d++) {
+                d0 += qf[d] * bf16_to_float(k0[d]);
+                d1 += qf[d] * bf16_to_float(k1[d]);
+                d2 += qf[d] * bf16_to_float(k2[d]);
+                d3 += qf[d] * bf16_to_float(k3[d]);
+            }
+        sbuf[j] = d0; sbuf[j + 1] = d1; sbuf[j + 2] = d2; sbuf[j + 3] = d3;
+    }
+    for (; j < n_keys; j++) {
+        const bf16_bits *kr = kh + (size_t)j * D;
+        float dot = 0.f;
+        if (math)
+            for (int d = 0; d < D; d++) dot += qf[d] * (bf16_to_float(kr[d]) * sq);
+        else
+            for (int d = 0; d < D; d++) dot += qf[d] * bf16_to_float(kr[d]);
+        sbuf[j] = dot;
+    }
+}
+
+/* Eager's scores from the FP32 dots (01/02: the GEMM's bf16 output, then its bf16 scaled copy). */
+static void eager_scores(const attn_shape *s, const float *dots, int n_keys, float *sbuf)
+{
+    const float scale = (float)(1.0 / sqrt((double)s->head_dim));
+    for (int j = 0; j < n_keys; j++) sbuf[j] = rbf(rbf(dots[j]) * scale);
+}
+
+/* acc[d] += p·v[d] for d < D, in FP32 (the P·V update of one key). Eight elements at a time, a
+ * loop of fixed length the compiler can turn into vector instructions: each element gets the
+ * same product and add as one at a time, the same bits. */
+static void add_pv(float *restrict acc, float p, const bf16_bits *restrict vr, int D)
+{
+    int d = 0;
+    for (; d + 8 <= D; d += 8)
+        for (int e = 0; e < 8; e++) acc[d + e] += p * bf16_to_float(vr[d + e]);
+    for (; d < D; d++) acc[d] += p * bf16_to_float(vr[d]);
+}
+
+/* Row `row` of head (b, h) as model m computes it from its scores sbuf (emulate_scores, and
+ * eager_scores for eager) over keys 0..n_keys-1 (n_keys = row + 1 normally; fewer for the
+ * skipped-tile fault), into o (bf16). */
+static void emulate_softmax_pv(em_model m, const attn_shape *s, const bf16_bits *v, int b, int h,
+                               int n_keys, const float *sbuf, bf16_bits *o)
 {
     const int D = s->head_dim;
     const float scale = (float)(1.0 / sqrt((double)D)), log2e = 1.4426950408889634f;
     const float c = scale * log2e;
-    const bf16_bits *qr = q + at(s, b, h, row);
     float acc[1024];
     for (int d = 0; d < D; d++) acc[d] = 0.f;
     if (n_keys <= 0) { /* no key at all: a kernel that skips every tile writes zeros */
         for (int d = 0; d < D; d++) o[d] = bf16_from_float(0.f);
         return;
-    }
-    const float sq = (float)sqrt(1.0 / sqrt((double)D));
-    for (int j = 0; j < n_keys; j++) {
-        const bf16_bits *kr = k + at(s, b, h, j);
-        float dot = 0.f;
-        if (m == EM_MATH)
-            for (int d = 0; d < D; d++) dot += (bf16_to_float(qr[d]) * sq) * (bf16_to_float(kr[d]) * sq);
-        else
-            for (int d = 0; d < D; d++) dot += bf16_to_float(qr[d]) * bf16_to_float(kr[d]);
-        sbuf[j] = m == EM_EAGER ? rbf(rbf(dot) * scale) : dot;
     }
     if (m == EM_EAGER || m == EM_MATH || m == EM_TILED) {
         float mx = -INFINITY, l = 0.f;
@@ -70,8 +120,7 @@ static void emulate_row(em_model m, const attn_shape *s, const bf16_bits *q, con
         for (int j = 0; j < n_keys; j++) {
             float p = m == EM_TILED ? exp2f(fmaf(sbuf[j], c, -lse2)) : exp2f(fmaf(sbuf[j], cc, -mc)) * inv;
             if (m != EM_MATH) p = rbf(p);
-            const bf16_bits *vr = v + at(s, b, h, j);
-            for (int d = 0; d < D; d++) acc[d] += p * bf16_to_float(vr[d]);
+            add_pv(acc, p, v + at(s, b, h, j), D);
         }
         for (int d = 0; d < D; d++) o[d] = bf16_from_float(acc[d]);
         return;
@@ -88,8 +137,7 @@ static void emulate_row(em_model m, const attn_shape *s, const bf16_bits *q, con
         for (int j = t0; j < t1; j++) {
             const float p = exp2f(fmaf(sbuf[j], c, -mc)), pb = rbf(p);
             sum += p;
-            const bf16_bits *vr = v + at(s, b, h, j);
-            for (int d = 0; d < D; d++) acc[d] += pb * bf16_to_float(vr[d]);
+            add_pv(acc, pb, v + at(s, b, h, j), D);
         }
         l = fmaf(l, alpha, sum);
         m_run = m_new;
@@ -98,8 +146,21 @@ static void emulate_row(em_model m, const attn_shape *s, const bf16_bits *q, con
     for (int d = 0; d < D; d++) o[d] = bf16_from_float(acc[d] * inv);
 }
 
+/* Row `row` of head (b, h) as model m computes it, over keys 0..n_keys-1, into o (bf16). sbuf
+ * holds seq floats. */
+static void emulate_row(em_model m, const attn_shape *s, const bf16_bits *q, const bf16_bits *k,
+                        const bf16_bits *v, int b, int h, int row, int n_keys, float *sbuf,
+                        bf16_bits *o)
+{
+    emulate_scores(m == EM_MATH, s, q, k, b, h, row, n_keys, sbuf);
+    if (m == EM_EAGER) eager_scores(s, sbuf, n_keys, sbuf);
+    emulate_softmax_pv(m, s, v, b, h, n_keys, sbuf, o);
+}
+
 /* A problem: Q, K, V from the generator (the run's streams), O all poison, the rows the run would
- * check (--check-rows n_rows, the seed's draws). */
+ * check (--check-rows n_rows, the seed's draws). Only what the emulations and the check read is
+ * generated, the same bits as the run's whole tensors: Q on the sampled rows, K and V on keys 0
+ * to the last sampled row of each head; the rest of Q, K and V is 0. */
 typedef struct {
     attn_shape s;
     bf16_bits *q, *k, *v, *o;
@@ -115,17 +176,29 @@ static int problem_make(problem *p, int b, int h, int seq, int d, size_t n_rows,
     p->elems = (size_t)b * h * seq * d;
     p->total_rows = (size_t)b * h * seq;
     p->n_rows = n_rows < p->total_rows ? n_rows : p->total_rows;
-    p->q = malloc(p->elems * 2); p->k = malloc(p->elems * 2);
-    p->v = malloc(p->elems * 2); p->o = malloc(p->elems * 2);
+    p->q = calloc(p->elems, 2); p->k = calloc(p->elems, 2);
+    p->v = calloc(p->elems, 2); p->o = malloc(p->elems * 2);
     p->rows = malloc(sizeof(size_t) * (p->n_rows + 1));
     p->sbuf = malloc(sizeof(float) * seq);
     if (!p->q || !p->k || !p->v || !p->o || !p->rows || !p->sbuf) return -1;
-    tensor_fill_normal(p->q, p->elems, seed, 1);
-    tensor_fill_normal(p->k, p->elems, seed, 2);
-    tensor_fill_normal(p->v, p->elems, seed, 3);
+    if (ref_pick_rows(&p->s, p->n_rows, seed, p->rows) != p->n_rows) return -1;
+    const size_t D = (size_t)d, S = (size_t)seq;
+    for (size_t r = 0; r < p->n_rows;) { /* Q: each run of consecutive sampled rows */
+        size_t end = r + 1;
+        while (end < p->n_rows && p->rows[end] == p->rows[end - 1] + 1) end++;
+        tensor_fill_normal_part(p->q, p->rows[r] * D, (end - r) * D, seed, 1);
+        r = end;
+    }
+    for (size_t r = 0; r < p->n_rows; r++) { /* K, V: at each head's last sampled row (they ascend) */
+        const size_t head = p->rows[r] / S;
+        if (r + 1 < p->n_rows && p->rows[r + 1] / S == head) continue;
+        const size_t keys = p->rows[r] % S + 1;
+        tensor_fill_normal_part(p->k, head * S * D, keys * D, seed, 2);
+        tensor_fill_normal_part(p->v, head * S * D, keys * D, seed, 3);
+    }
     for (size_t i = 0; i < p->elems; i++) p->o[i] = 0xFFFF; /* the run's poison: memset 0xFF */
     p->scale = (float)(1.0 / sqrt((double)d)); /* the harness passes scale as a float */
-    return ref_pick_rows(&p->s, p->n_rows, seed, p->rows) == p->n_rows ? 0 : -1;
+    return 0;
 }
 
 static void problem_free(problem *p)
@@ -133,10 +206,14 @@ static void problem_free(problem *p)
     free(p->q); free(p->k); free(p->v); free(p->o); free(p->rows); free(p->sbuf);
 }
 
-/* One thread's share of emulate_rows: rows first, first + stride, ... of p's sample. */
+/* One thread's share of emulate_models: rows first, first + stride, ... of p's sample, every
+ * model on each row (the FP32 dots of Q and K once for all models that take them). */
 typedef struct {
     const problem *p;
-    em_model m;
+    const em_model *models;
+    int n_models;
+    bf16_bits *out; /* model i's O of sampled row r at (i·n_rows + r)·head_dim; NULL: models[0]'s
+                     * rows into p->o */
     size_t first, stride;
 } emulate_job;
 
@@ -144,25 +221,50 @@ static void *emulate_share(void *arg)
 {
     const emulate_job *j = arg;
     const problem *p = j->p;
-    float *sbuf = malloc(sizeof(float) * p->s.seq);
-    if (!sbuf) { fprintf(stderr, "emulate: out of memory\n"); exit(2); }
-    for (size_t r = j->first; r < p->n_rows; r += j->stride) {
-        const size_t flat = p->rows[r], bh = flat / p->s.seq;
-        const int i = (int)(flat % p->s.seq), h = (int)(bh % p->s.heads), b = (int)(bh / p->s.heads);
-        emulate_row(j->m, &p->s, p->q, p->k, p->v, b, h, i, i + 1, sbuf, p->o + at(&p->s, b, h, i));
+    const size_t seq = (size_t)p->s.seq, D = (size_t)p->s.head_dim;
+    float *dots = malloc(sizeof(float) * 3 * seq), *math_dots = dots + seq, *eager = math_dots + seq;
+    if (!dots) { fprintf(stderr, "emulate: out of memory\n"); exit(2); }
+    int plain = 0, math = 0;
+    for (int m = 0; m < j->n_models; m++) {
+        if (j->models[m] == EM_MATH) math = 1;
+        else plain = 1;
     }
-    free(sbuf);
+    for (size_t r = j->first; r < p->n_rows; r += j->stride) {
+        const size_t flat = p->rows[r], bh = flat / seq;
+        const int i = (int)(flat % seq), h = (int)(bh % p->s.heads), b = (int)(bh / p->s.heads);
+        if (plain) emulate_scores(0, &p->s, p->q, p->k, b, h, i, i + 1, dots);
+        if (math) emulate_scores(1, &p->s, p->q, p->k, b, h, i, i + 1, math_dots);
+        int eager_done = 0;
+        for (int m = 0; m < j->n_models; m++) {
+            const em_model model = j->models[m];
+            const float *sc = model == EM_MATH ? math_dots : dots;
+            if (model == EM_EAGER) {
+                if (!eager_done) eager_scores(&p->s, dots, i + 1, eager);
+                eager_done = 1;
+                sc = eager;
+            }
+            bf16_bits *o = j->out ? j->out + ((size_t)m * p->n_rows + r) * D : p->o + at(&p->s, b, h, i);
+            emulate_softmax_pv(model, &p->s, p->v, b, h, i + 1, sc, o);
+        }
+    }
+    free(dots);
     return NULL;
 }
 
-/* Model m's O on every sampled row, the rows shared out among threads (each writes only its own
- * rows of O: the same bits whatever the count). */
-static void emulate_rows(problem *p, em_model m)
+/* The models' O on every sampled row, the rows shared out among threads (each writes only its
+ * own rows: the same bits whatever the count); out as emulate_job's. */
+static void emulate_models(problem *p, const em_model *models, int n_models, bf16_bits *out)
 {
     emulate_job jobs[THREADS_MAX];
     const size_t n = threads_for(p->n_rows, 8);
-    for (size_t t = 0; t < n; t++) jobs[t] = (emulate_job){p, m, t, n};
+    for (size_t t = 0; t < n; t++) jobs[t] = (emulate_job){p, models, n_models, out, t, n};
     threads_run(n, emulate_share, jobs, sizeof *jobs);
+}
+
+/* Model m's O on every sampled row, into p->o. */
+static void emulate_rows(problem *p, em_model m)
+{
+    emulate_models(p, &m, 1, NULL);
 }
 
 static int parse_shape(const char *text, int *b, int *h, int *seq, int *d)
@@ -203,7 +305,8 @@ int unit_emulate(int argc, char **argv)
         fprintf(stderr, "emulate: MODEL[,MODEL...] BxHxSxD [ROWS|all] [SEED]\n");
         return 2;
     }
-    int models[16], n_models = 0, b, h, seq, d;
+    em_model models[16];
+    int n_models = 0, b, h, seq, d;
     char list[256];
     snprintf(list, sizeof list, "%s", argv[1]);
     for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
@@ -214,7 +317,7 @@ int unit_emulate(int argc, char **argv)
             fprintf(stderr, "emulate: model '%s' is not eager, math, tiled, flash or cudnn\n", name);
             return 2;
         }
-        models[n_models++] = model;
+        models[n_models++] = (em_model)model;
     }
     if (n_models == 0) { fprintf(stderr, "emulate: no model named\n"); return 2; }
     size_t n_rows = 256;
@@ -223,15 +326,26 @@ int unit_emulate(int argc, char **argv)
     if (argc > 3 && parse_rows(argv[3], &n_rows)) return 2;
     if (argc > 4 && sscanf(argv[4], "%llu", &seed) != 1) { fprintf(stderr, "emulate: bad seed\n"); return 2; }
     problem p;
-    if (problem_make(&p, b, h, seq, d, n_rows, seed)) { fprintf(stderr, "emulate: out of memory\n"); return 2; }
+    ref_expected e;
+    bf16_bits *outs = NULL;
+    if (problem_make(&p, b, h, seq, d, n_rows, seed) ||
+        !(outs = malloc(sizeof *outs * (size_t)n_models * p.n_rows * d + 1)) ||
+        ref_expect(&e, &p.s, p.scale, p.q, p.k, p.v, p.rows, p.n_rows)) {
+        fprintf(stderr, "emulate: out of memory\n");
+        return 2;
+    }
+    emulate_models(&p, models, n_models, outs);
     for (int m = 0; m < n_models; m++) {
-        emulate_rows(&p, (em_model)models[m]);
-        check_result r = ref_check(&p.s, p.scale, p.q, p.k, p.v, p.o, p.rows, p.n_rows);
+        for (size_t r = 0; r < p.n_rows; r++) /* model m's rows into O; the rest stays poison */
+            memcpy(p.o + p.rows[r] * d, outs + ((size_t)m * p.n_rows + r) * d, sizeof *outs * d);
+        check_result r = ref_expect_check(&e, p.o);
         const double tol = models[m] == EM_MATH ? 4e-3 : 1e-2;
         print_check(&p, &r, tol);
         printf("ratio=%.4f rel_l2=%.3e max_abs=%.3e pass=%d\n", r.ratio, r.rel_l2, r.max_abs,
                ref_check_pass(&r, tol));
     }
+    ref_expect_free(&e);
+    free(outs);
     problem_free(&p);
     return 0;
 }
@@ -281,7 +395,9 @@ int unit_check_threads(int argc, char **argv)
  *                of the last head computed without its diagonal key tile (keys t0 .. seq-1);
  *   one-element  O[last batch, last head, seq-1, head_dim/2] += 0.05;
  *   nan-row      row seq-1 of the last head left unwritten (the NaN poison);
- *   other-row    row seq-1 of the last head holds row seq-2's output. */
+ *   other-row    row seq-1 of the last head holds row seq-2's output.
+ * The rows the faults recompute are sampled ones (ref_pick_rows always takes the last query tile
+ * of the last head), so problem_make has generated what they read. */
 int unit_check_fault(int argc, char **argv)
 {
     if (argc < 2 || argc > 3) { fprintf(stderr, "check-fault: KIND [BxHxSxD]\n"); return 2; }

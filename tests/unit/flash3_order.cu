@@ -1,6 +1,7 @@
-/* flash3_order.cu: 07_hopper's work orders checked on the CPU (tests/07_ladder.bats builds and runs
- * it; no GPU). flash3_section_item and flash3_l2_sections are host and device functions, so this
- * program runs the very code the kernels and the host run:
+/* flash3_order.cu: 07_hopper's work orders checked on the CPU (make builds it as
+ * build/flash3_order, tests/07_ladder.bats runs it; no GPU). flash3_section_item and
+ * flash3_l2_sections are host and device functions, so this program runs the very code the
+ * kernels and the host run:
  *   - every (batch, head, query tile) exactly once over the G blocks, each with its causal
  *     bounds, for shapes, grid sizes and section counts around the edges (one tile, fewer tiles
  *     than blocks, sections of unequal size, one head per section);
