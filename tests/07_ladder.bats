@@ -249,11 +249,12 @@ ci_built() {
 }
 
 # The work orders on the CPU (tests/unit/flash3_order.cu, built by make as build/flash3_order with
-# the header the kernels use): every (head, query tile) exactly once over the blocks for 1351
+# the header the kernels use): every (head, query tile) exactly once over the blocks for 1352
 # cases of heads, seq, grid and sections; one section = rung 3's order item for item; and the
 # host's L2 sections at the bench shapes: 2, 2 and 4 sections with the busiest block's work (key
-# tiles + 1 per item) equal to one section's, 2x16x3001x128 back to one section (four would leave
-# a block 86 against 79), and the two shapes of the GPU test above at two sections.
+# tiles + 1 per item) equal to one section's, 2x16x3001x128 back to one section (four to eight
+# would leave a block 82 or more against 79), 4x16x6000x64 at 8 sections (7, the fewest its K and
+# V allow, would leave 582 against 572), and the two shapes of the GPU test above at two sections.
 @test "07 ladder: rungs 5-6's order covers every tile once; the host's L2 sections (no GPU needed)" {
     run make -s -C "$ROOT" build/flash3_order
     echo "$output"
@@ -269,7 +270,8 @@ ci_built() {
     printf '%s\n' "$output" | grep -qxF 'order 2x3x1000x64 G=48 sections=1 busiest=9 one_section=9'
     printf '%s\n' "$output" | grep -qxF 'order 4x8x4096x64 G=132 sections=2 busiest=136 one_section=136'
     printf '%s\n' "$output" | grep -qxF 'order 1x16x4096x128 G=132 sections=2 busiest=68 one_section=68'
-    [ "$(printf '%s\n' "$output" | tail -n 1)" = "order: 1351 cases ok" ]
+    printf '%s\n' "$output" | grep -qxF 'order 4x16x6000x64 G=132 sections=8 busiest=572 one_section=572'
+    [ "$(printf '%s\n' "$output" | tail -n 1)" = "order: 1352 cases ok" ]
 }
 
 @test "07 ladder: the table renders from a saved summary, one row per rung (no GPU needed)" {

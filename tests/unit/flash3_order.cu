@@ -113,7 +113,7 @@ int main(void)
                 }
     static const int shapes[][4] = { { 8, 16, 1024, 64 }, { 4, 16, 2048, 64 }, { 2, 16, 4096, 128 },
                                      { 2, 16, 3001, 128 }, { 2, 3, 1000, 64 }, { 4, 8, 4096, 64 },
-                                     { 1, 16, 4096, 128 } };
+                                     { 1, 16, 4096, 128 }, { 4, 16, 6000, 64 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i, ++cases)
         report(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 132);
     if (g_failed) return 1;
