@@ -183,6 +183,9 @@ SANITIZE_VARS  := SANITIZER SANITIZE_SHAPES SANITIZE_TOOLS SANITIZE_STAGES SANIT
 COMPARE_BAD    = $(shell $(call CMDLINE_ENV,ATTN_SANITIZE) python3 bench/compare.py preflight $(SHAPE_ARG) 2>&1)
 SANITIZE_BAD   = $(shell $(call CMDLINE_ENV,$(SANITIZE_VARS)) CUDA_HOME='$(subst ','\'',$(CUDA_HOME))' \
                    bash tests/sanitize.sh --preflight 2>&1)
+# $(call REFUSE,TARGET,REASON): stop with "make TARGET: REASON" when REASON is not empty. The
+# reason is expanded once, as call's argument: each preflight runs once, not once per mention.
+REFUSE         = $(if $(2),$(error make $(1): $(2)))
 
 # make compare [SHAPE=BxHxSxD]: every stage at one shape (default the blog's 8x16x1024x64), one
 # table "at a glance"; also traces/compare.md and traces/compare.svg (bench/compare.py). GPU only.
@@ -190,7 +193,7 @@ SANITIZE_BAD   = $(shell $(call CMDLINE_ENV,$(SANITIZE_VARS)) CUDA_HOME='$(subst
 # The check comes first, then the build (make expands the whole recipe before its first line):
 # a bad SHAPE on a fresh clone is reported before anything is compiled.
 compare:
-	$(if $(COMPARE_BAD),$(error make compare: $(COMPARE_BAD)))
+	$(call REFUSE,compare,$(COMPARE_BAD))
 	@$(MAKE) --no-print-directory all
 	python3 bench/compare.py run $(SHAPE_ARG)
 
@@ -199,7 +202,7 @@ compare:
 # (tests/sanitize.sh; logs under build/sanitize). Fails on any reported error. GPU only.
 # Checked first, then built, as make compare.
 sanitize:
-	$(if $(SANITIZE_BAD),$(error make sanitize: $(SANITIZE_BAD)))
+	$(call REFUSE,sanitize,$(SANITIZE_BAD))
 	@$(MAKE) --no-print-directory all
 	CUDA_HOME='$(subst ','\'',$(CUDA_HOME))' bash tests/sanitize.sh
 
@@ -209,6 +212,6 @@ sanitize:
 # Needs a Hopper GPU. Checked first (the shape's form, then the device: compare.py preflight, as
 # make compare), then built.
 ladder:
-	$(if $(COMPARE_BAD),$(error make ladder: $(COMPARE_BAD)))
+	$(call REFUSE,ladder,$(COMPARE_BAD))
 	@$(MAKE) --no-print-directory 07_hopper
 	python3 bench/ladder.py run $(SHAPE_ARG)

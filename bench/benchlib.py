@@ -114,11 +114,12 @@ def built_stages():
 
 def shape_flag_problem(values):
     """The shared flag parser's refusal of the shape (b, h, s, d as strings), e.g. "--batch:
-    99999999999 is out of range (expected 1 to 65535)", or None: the first built stage's
-    --validate, which checks the flags and exits before any device is looked for. A refusal that
+    99999999999 is out of range (expected 1 to 65535)", or None: the last built stage's
+    --validate, which checks the flags and exits before any device is looked for (every stage
+    shares the flag parser; the last ones start fastest: 01-03 load cuBLAS first). A refusal that
     is one stage's own (a head_dim it does not run) is not the shape's problem: None. No stage
     built: None (the stages will say it when they run)."""
-    for stage in built_stages():
+    for stage in reversed(built_stages()):
         flags = [x for f, v in zip(["--batch", "--heads", "--seq", "--head-dim"], values)
                  for x in (f, str(v))]
         try:

@@ -86,10 +86,11 @@ init_exclude=${INITCHECK_EXCLUDE-}
 cuda_barriers=${SANITIZE_CUDA_BARRIERS:-1024}
 run_timeout=${SANITIZE_TIMEOUT:-300}
 stages=${SANITIZE_STAGES:-$(for d in [0-9][0-9]_*/; do [ -d "$d" ] && printf '%s ' "${d%/}"; done)}
-# The first built stage: its --validate checks a shape against the stages' own limits.
+# The last built stage: its --validate checks a shape against the stages' own limits (every
+# stage shares the flag parser; the last ones start fastest: 01-03 load cuBLAS first).
 validator=
 for run in [0-9][0-9]_*/run; do
-    if [ -x "$run" ]; then validator=./$run; break; fi
+    if [ -x "$run" ]; then validator=./$run; fi
 done
 # From here on no word of a variable is a glob pattern (SANITIZE_SHAPES='*' is an error, not the
 # file names of the current directory).
