@@ -701,8 +701,17 @@ fake_driver() {
 }
 
 # ---- --help: head_dims and environment settings of each stage --------------------------------
-# help_line STAGE PATTERN: the lines of STAGE's --help that match PATTERN (grep -E).
-help_lines() { "$ROOT/$1/run" --help | grep -E -- "$2"; }
+# help_lines STAGE PATTERN: the lines of STAGE's --help that match PATTERN (grep -E). Each stage's
+# --help runs once per suite (01-03 load cuBLAS at each start), kept in $BATS_FILE_TMPDIR; a
+# --help that exits non-zero fails here and is not kept.
+help_lines() {
+    local f="$BATS_FILE_TMPDIR/help.$1"
+    if [ ! -e "$f" ]; then
+        "$ROOT/$1/run" --help > "$f.$$" || { rm -f "$f.$$"; return 1; }
+        mv "$f.$$" "$f"
+    fi
+    grep -E -- "$2" "$f"
+}
 
 @test "cli --help: each stage lists the head_dims it runs" {
     [ "$(help_lines 01_naive 'this stage runs')" = "                    this stage runs head_dim 1 to 1024" ]
