@@ -54,7 +54,10 @@ COMMON_OBJ := $(COMMON_C:%.c=$(BUILD)/%.o)
 RUN_OBJ    := $(BUILD)/common/run.o
 UNIT       := $(BUILD)/common_unit
 FLASH3_ORDER := $(BUILD)/flash3_order
-EAGER_OBJ  := $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard common/eager/*.cu))
+EAGER_OBJ  := $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard common/eager/*.cu)) \
+              $(patsubst %.c,$(BUILD)/%.o,$(wildcard common/eager/*.c))
+# The ATTN_GEMM_* parser of 01 and 02 (host C, no cuBLAS): the unit tests link it too.
+EAGER_ENV_OBJ := $(BUILD)/common/eager/eager_env.o
 
 # Each stage: the libraries it links beyond the harness's (<stage>_LIBS) and the shared objects
 # it uses (<stage>_OBJS, none if not named).
@@ -143,10 +146,10 @@ $(1)/run: $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard $(1)/*.cu)) $(patsubst %.c,
 endef
 $(foreach s,$(STAGES),$(eval $(call STAGE_RULES,$(s))))
 
-# CPU-only unit tests of common/ (tests/common.bats drives it): the harness alone. Only their own
-# objects see tests/unit/ on the include path.
+# CPU-only unit tests of common/ (tests/common.bats drives it): the harness and 01's and 02's
+# ATTN_GEMM_* parser. Only their own objects see tests/unit/ on the include path.
 $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)): CFLAGS += -Itests/unit
-$(UNIT): $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)) $(COMMON_OBJ)
+$(UNIT): $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/*.c)) $(COMMON_OBJ) $(EAGER_ENV_OBJ)
 	$(NVCC) $(ARCH) -o $@ $^ $(LDFLAGS) -Xlinker --as-needed $(HARNESS_LIBS)
 
 # 07_hopper's work orders checked on the CPU (tests/unit/flash3_order.cu; tests/07_ladder.bats

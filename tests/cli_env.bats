@@ -16,51 +16,100 @@ ALGO_FORMS="expected heuristic indices 0..15 as i (both GEMMs) or i,j (Q.K^T, th
 WS_FORMS="expected 0 (GEMM algorithms without a workspace, the default, also when unset) or 1 (allow a cuBLASLt workspace of up to 32 MiB)"
 VERBOSE_FORMS="expected 0 (quiet, the default, also when unset) or 1 (print each GEMM's candidate algorithms and the pick on stderr)"
 
+# ---- ATTN_GEMM_*: every value through the parser 01 and 02 share, each message through both -----
+# 01_naive and 02_inplace check these settings with one parser, common/eager/eager_env.c (their
+# check_env, eager_check_env, which cli_parse calls before the device is looked for). Every value
+# below goes through that parser in build/common_unit's stand-in (cli-eager: the same cli_parse
+# and check_env, without the cuBLAS that each start of 01 or 02 loads); each message is asked of
+# the real stages too, their runs at once.
+
+# eager_unit VAR=VALUE: the stand-in under that one setting, at BIG's flags (status, output, stderr).
+eager_unit() { run --separate-stderr env "$1" "$UNIT" cli-eager "${BIG[@]}"; }
+
+# stage_env STAGE VAR=VALUE: ./STAGE/run at BIG's flags under that one setting (run_parallel's
+# FUNC): stdout in $ENV_DIR/KEY.out, stderr in $ENV_DIR/KEY.err.
+stage_env() { env "$2" "$ROOT/$1/run" "${BIG[@]}" 2> "$ENV_DIR/$(case_key "$*").err"; }
+
+# stage_envs CASE...: every "STAGE VAR=VALUE" case at once.
+stage_envs() {
+    ENV_DIR="$BATS_TEST_TMPDIR/env"
+    run_parallel "$ENV_DIR" stage_env "$@"
+}
+
+# stage_env_result CASE: status, output (stdout) and stderr of that case's run.
+stage_env_result() {
+    load_case "$ENV_DIR" "$1" || return 1
+    stderr=$(cat "$ENV_DIR/$(case_key "$1").err")
+}
+
 @test "ATTN_GEMM_ALGO: anything but i or i,j (0 to 15, digits) is refused before the device, whole" {
-    for s in 01_naive 02_inplace; do
-        for v in abc 1,0,junk 0,1,2,3 1,2,-5 '' 1, ,1 16 1,16 '1 ' 0x1; do
-            run --separate-stderr env ATTN_GEMM_ALGO="$v" "$ROOT/$s/run" "${BIG[@]}"
-            [ "$status" -eq 2 ]
-            [ "$stderr" = "ATTN_GEMM_ALGO=$v: $ALGO_FORMS" ]
-            [ -z "$output" ]
-        done
+    for v in abc 1,0,junk 0,1,2,3 1,2,-5 '' 1, ,1 16 1,16 '1 ' 0x1; do
+        eager_unit ATTN_GEMM_ALGO="$v"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "ATTN_GEMM_ALGO=$v: $ALGO_FORMS" ]
+        [ -z "$output" ]
+    done
+    stage_envs "01_naive ATTN_GEMM_ALGO=1,0,junk" "02_inplace ATTN_GEMM_ALGO="
+    for c in "01_naive ATTN_GEMM_ALGO=1,0,junk" "02_inplace ATTN_GEMM_ALGO="; do
+        stage_env_result "$c"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "${c#* }: $ALGO_FORMS" ]
+        [ -z "$output" ]
     done
 }
 
 @test "ATTN_GEMM_ALGO: i and i,j from 0 to 15 are taken (the run goes on to the shape check)" {
     for v in 0 15 1,0 0,15 007; do
-        run --separate-stderr env ATTN_GEMM_ALGO="$v" "$ROOT/01_naive/run" "${BIG[@]}"
-        [ "$status" -eq 2 ]
-        [ "$stderr" = "$BIG_LINE" ]
+        eager_unit ATTN_GEMM_ALGO="$v"
+        [ "$status" -eq 0 ]
+        [ -z "$stderr" ]
     done
+    stage_envs "01_naive ATTN_GEMM_ALGO=0,15"
+    stage_env_result "01_naive ATTN_GEMM_ALGO=0,15"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "$BIG_LINE" ]
 }
 
 @test "ATTN_GEMM_WORKSPACE: only 0 or 1 (an empty value is refused too), before the device" {
-    for s in 01_naive 02_inplace; do
-        for v in 2 yes '' true ' 1' 01; do
-            run --separate-stderr env ATTN_GEMM_WORKSPACE="$v" "$ROOT/$s/run" "${BIG[@]}"
-            [ "$status" -eq 2 ]
-            [ "$stderr" = "ATTN_GEMM_WORKSPACE=$v: $WS_FORMS" ]
-        done
+    for v in 2 yes '' true ' 1' 01; do
+        eager_unit ATTN_GEMM_WORKSPACE="$v"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "ATTN_GEMM_WORKSPACE=$v: $WS_FORMS" ]
     done
     for v in 0 1; do
-        run --separate-stderr env ATTN_GEMM_WORKSPACE="$v" "$ROOT/01_naive/run" "${BIG[@]}"
-        [ "$stderr" = "$BIG_LINE" ]
+        eager_unit ATTN_GEMM_WORKSPACE="$v"
+        [ "$status" -eq 0 ]
+        [ -z "$stderr" ]
     done
+    stage_envs "01_naive ATTN_GEMM_WORKSPACE=" "02_inplace ATTN_GEMM_WORKSPACE=yes" "01_naive ATTN_GEMM_WORKSPACE=1"
+    for c in "01_naive ATTN_GEMM_WORKSPACE=" "02_inplace ATTN_GEMM_WORKSPACE=yes"; do
+        stage_env_result "$c"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "${c#* }: $WS_FORMS" ]
+    done
+    stage_env_result "01_naive ATTN_GEMM_WORKSPACE=1"
+    [ "$stderr" = "$BIG_LINE" ]
 }
 
 @test "ATTN_GEMM_VERBOSE: only 0 or 1, before the device" {
-    for s in 01_naive 02_inplace; do
-        for v in yes 2 true ''; do
-            run --separate-stderr env ATTN_GEMM_VERBOSE="$v" "$ROOT/$s/run" "${BIG[@]}"
-            [ "$status" -eq 2 ]
-            [ "$stderr" = "ATTN_GEMM_VERBOSE=$v: $VERBOSE_FORMS" ]
-        done
+    for v in yes 2 true ''; do
+        eager_unit ATTN_GEMM_VERBOSE="$v"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "ATTN_GEMM_VERBOSE=$v: $VERBOSE_FORMS" ]
     done
     for v in 0 1; do
-        run --separate-stderr env ATTN_GEMM_VERBOSE="$v" "$ROOT/01_naive/run" "${BIG[@]}"
-        [ "$stderr" = "$BIG_LINE" ]
+        eager_unit ATTN_GEMM_VERBOSE="$v"
+        [ "$status" -eq 0 ]
+        [ -z "$stderr" ]
     done
+    stage_envs "01_naive ATTN_GEMM_VERBOSE=true" "02_inplace ATTN_GEMM_VERBOSE=2" "01_naive ATTN_GEMM_VERBOSE=1"
+    for c in "01_naive ATTN_GEMM_VERBOSE=true" "02_inplace ATTN_GEMM_VERBOSE=2"; do
+        stage_env_result "$c"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "${c#* }: $VERBOSE_FORMS" ]
+    done
+    stage_env_result "01_naive ATTN_GEMM_VERBOSE=1"
+    [ "$stderr" = "$BIG_LINE" ]
 }
 
 @test "ATTN_GEMM_*: a control character in the value stays on one escaped line" {
@@ -181,8 +230,9 @@ VERBOSE_FORMS="expected 0 (quiet, the default, also when unset) or 1 (print each
 COURSE_ENV="ATTN_GEMM_ALGO, ATTN_GEMM_VERBOSE, ATTN_GEMM_WORKSPACE, ATTN_SANITIZE"
 
 @test "an ATTN_* name the course does not know (a typo) exits 2 before the device, naming the settings" {
+    stage_envs "01_naive ATTN_GEMM_VERBSE=1" "01_naive ATTN_FOO=1" "01_naive ATTN_=1"
     for name in ATTN_GEMM_VERBSE ATTN_FOO ATTN_; do
-        run --separate-stderr env "$name=1" "$ROOT/01_naive/run" "${BIG[@]}"
+        stage_env_result "01_naive $name=1"
         [ "$status" -eq 2 ]
         [ "$stderr" = "$name is not a setting of this course (the ATTN_* settings: $COURSE_ENV; 01_naive reads $COURSE_ENV)" ]
         [ -z "$output" ]

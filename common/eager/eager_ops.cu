@@ -19,7 +19,7 @@
 #include "eager/eager_ops.h"
 #include "harness.h"
 
-enum { ELEMWISE_THREADS = 256, SOFTMAX_THREADS = 128, HEURISTIC_MAX = 16 };
+enum { ELEMWISE_THREADS = 256, SOFTMAX_THREADS = 128, HEURISTIC_MAX = EAGER_HEURISTIC_MAX };
 
 /* Blocks for `work` items at `threads` per block; the kernels loop grid-stride, so capping the
  * grid at CUDA's limit is safe. */
@@ -38,73 +38,6 @@ static unsigned grid_for(size_t work, unsigned threads)
  *   cuBLAS B := A memory: K x M col-major (ld K), op N
  *   cuBLAS C := C memory: N x M col-major (ld N)
  * For S = Q·Kᵀ that is the "TN" GEMM (PyTorch's nvjet ..._TNT kernel); for O = P·V the "NN" one. */
-
-/* The ATTN_GEMM_* settings, read whole (eager_ops.h lists their forms). */
-typedef struct {
-    int workspace;              /* ATTN_GEMM_WORKSPACE: 0 or 1 */
-    int algo[2];                /* ATTN_GEMM_ALGO: the index for plan 0 (Q.K^T) and plan 1 (P.V) */
-    int verbose;                /* ATTN_GEMM_VERBOSE: 0 or 1 */
-} gemm_env;
-
-/* A 0|1 setting: 0 when unset, else "0" or "1"; any other value (empty too): exit 2, naming the
- * variable and what 0 and 1 mean. */
-static int env_bit(const char *name, const char *what0, const char *what1)
-{
-    const char *env = getenv(name);
-    if (!env) return 0;
-    if (strcmp(env, "0") == 0) return 0;
-    if (strcmp(env, "1") == 0) return 1;
-    die_usage("%s=%s: expected 0 (%s, the default, also when unset) or 1 (%s)", name, env, what0,
-              what1);
-}
-
-/* Index i of ATTN_GEMM_ALGO "i" or "i,j" at *p: decimal digits only (the flags' rule: no sign, no
- * space), 0 to HEURISTIC_MAX - 1. Returns -1 if malformed or out of range, else the index; *p moves
- * past the digits. */
-static int algo_entry(const char **p)
-{
-    const size_t n = strspn(*p, "0123456789");
-    long v = 0;
-    for (size_t c = 0; c < n && v < HEURISTIC_MAX; c++) v = 10 * v + ((*p)[c] - '0');
-    *p += n;
-    return n == 0 || v >= HEURISTIC_MAX ? -1 : (int)v;
-}
-
-/* Reads and checks the three settings; a malformed one: exit 2 with one line. No CUDA call. */
-static void read_gemm_env(gemm_env *e)
-{
-    memset(e, 0, sizeof *e);
-    e->workspace = env_bit("ATTN_GEMM_WORKSPACE", "GEMM algorithms without a workspace",
-                           "allow a cuBLASLt workspace of up to 32 MiB");
-    e->verbose = env_bit("ATTN_GEMM_VERBOSE", "quiet",
-                         "print each GEMM's candidate algorithms and the pick on stderr");
-    const char *env = getenv("ATTN_GEMM_ALGO");
-    if (!env) return;
-    const char *p = env;
-    e->algo[0] = algo_entry(&p);
-    e->algo[1] = e->algo[0];
-    if (e->algo[0] >= 0 && *p == ',') {
-        p++;
-        e->algo[1] = algo_entry(&p);
-    }
-    if (e->algo[0] < 0 || e->algo[1] < 0 || *p != '\0')
-        die_usage("ATTN_GEMM_ALGO=%s: expected heuristic indices 0..%d as i (both GEMMs) or i,j "
-                  "(Q.K^T, then P.V), digits only, e.g. 0 or 1,0 (unset: 0)", env,
-                  HEURISTIC_MAX - 1);
-}
-
-void eager_check_env(void)
-{
-    gemm_env e;
-    read_gemm_env(&e);
-}
-
-int eager_gemm_workspace_allowed(void)
-{
-    gemm_env e;
-    read_gemm_env(&e);
-    return e.workspace;
-}
 
 void eager_blas_create(eager_blas *b)
 {
@@ -143,11 +76,11 @@ static cublasLtMatrixLayout_t make_layout(uint64_t rows, uint64_t cols, int64_t 
 }
 
 /* ATTN_GEMM_ALGO's index for plan `which` (0: the first, 1 and on: the second entry, or the
- * only one); 0 when unset. A malformed value: exit 2 (read_gemm_env). */
+ * only one); 0 when unset. A malformed value: exit 2 (eager_read_gemm_env). */
 static int gemm_algo_index(int which)
 {
-    gemm_env e;
-    read_gemm_env(&e);
+    eager_gemm_env e;
+    eager_read_gemm_env(&e);
     return e.algo[which > 0 ? 1 : 0];
 }
 
@@ -256,8 +189,8 @@ void eager_bmm_plan(eager_bmm *g, eager_blas *blas, int batch, int m, int n, int
                   "algorithms (0..%d) with a workspace limit of %llu bytes", pick, label, found,
                   found - 1, (unsigned long long)ws_limit);
 
-    gemm_env env;
-    read_gemm_env(&env);
+    eager_gemm_env env;
+    eager_read_gemm_env(&env);
     if (env.verbose) {
         fprintf(stderr, "gemm %s: batch %d, M %d, N %d, K %d (cuBLAS view: %c%c, m %d n %d k %d), "
                 "workspace limit %llu B%s, %d candidates\n", label, batch, m, n, k,

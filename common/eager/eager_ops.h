@@ -14,10 +14,10 @@
  * device), bool buffers unsigned char (0 or 1, PyTorch's bool layout). Every launcher enqueues on
  * the given stream and returns without synchronizing; launch errors exit via CUDA_CHECK.
  *
- * Environment knobs of the GEMM (experiments). eager_check_env (the stages' check_env) reads all
- * three at start-up, before the device check; set-up reads them again. Unset means the default;
- * any value other than the forms below (an empty one too): one line on stderr naming the
- * variable and the accepted forms, exit 2.
+ * Environment knobs of the GEMM (experiments). eager_check_env (the stages' check_env, in
+ * eager/eager_env.h with the parser of all three) reads all three at start-up, before the device
+ * check; set-up reads them again. Unset means the default; any value other than the forms below
+ * (an empty one too): one line on stderr naming the variable and the accepted forms, exit 2.
  *   ATTN_GEMM_WORKSPACE=0|1   0 (default, also when unset): ask cuBLASLt's heuristic only for
  *                             algorithms that need no workspace (no buffer is allocated unless no
  *                             such algorithm exists for a GEMM; then that GEMM falls back to
@@ -45,20 +45,12 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include "eager/eager_env.h"
 #include "harness.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The knobs above, as 01's and 02's --help lists them (attn_stage.env_help). */
-#define EAGER_ENV_HELP \
-    "  ATTN_GEMM_WORKSPACE=0|1  1: let the GEMMs use a cuBLASLt workspace (up to 32 MiB), as\n" \
-    "                    PyTorch does; 0 (default): algorithms that need none\n" \
-    "  ATTN_GEMM_ALGO=i or i,j  candidate i (0 to 15, digits only) of cuBLASLt's heuristic list\n" \
-    "                    for both GEMMs, or i for Q.K^T and j for P.V (default 0)\n" \
-    "  ATTN_GEMM_VERBOSE=0|1  1: print each GEMM's candidate algorithms and the pick on stderr;\n" \
-    "                    0 (default): nothing"
 
 /* The most cuBLASLt workspace a GEMM may ask for when a workspace is allowed (ATTN_GEMM_WORKSPACE=1
  * or the fallback): 32 MiB, the size cuBLAS documents as enough for Hopper and PyTorch's default.
@@ -86,14 +78,6 @@ typedef struct {
                                        * 0 unless ATTN_GEMM_WORKSPACE=1 or the fallback */
     int m, n, k, batch, b_transposed;
 } eager_bmm;
-
-/* Checks ATTN_GEMM_WORKSPACE, ATTN_GEMM_ALGO and ATTN_GEMM_VERBOSE whole (the forms above): a
- * malformed one prints one line on stderr and exits 2. No CUDA call. 01's and 02's check_env. */
-void eager_check_env(void);
-
-/* ATTN_GEMM_WORKSPACE: 0 when unset or "0", 1 when "1"; a malformed ATTN_GEMM_* (an empty value
- * too): one line on stderr, exit 2. */
-int eager_gemm_workspace_allowed(void);
 
 /* Creates the cuBLASLt handle and reads ATTN_GEMM_WORKSPACE (exit 2 if malformed). Allocates
  * nothing: eager_bmm_plan allocates the workspace when a picked algorithm needs one. */

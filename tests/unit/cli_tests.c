@@ -1,11 +1,14 @@
 /* cli_tests.c: cli_parse and cli_usage on a stand-in stage with its own flags (no GPU): the one
- * number rule, --flag=value, stray words, and the stage flags' contract (attn_stage.parse_flag). */
+ * number rule, --flag=value, stray words, and the stage flags' contract (attn_stage.parse_flag);
+ * and on a stand-in with 01's and 02's environment check (eager_check_env, the ATTN_GEMM_*
+ * settings) without their cuBLAS. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "cli.h"
+#include "eager/eager_env.h"
 #include "unit.h"
 
 static int g_fast;
@@ -61,17 +64,49 @@ static const attn_stage FAKE = {
     fake_check_env,
 };
 
+/* A stand-in for 01_naive and 02_inplace before the device: their settings (env_help) and their
+ * check_env, the same object code the stages link; no stage flags, no shape check of its own. */
+static const attn_stage EAGER = {
+    "99_eager",
+    "a stand-in stage for the ATTN_GEMM_* settings",
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    0.0,
+    EAGER_ENV_HELP,
+    eager_check_env,
+};
+
+/* The options cli_parse made, one line (stage flags: FAKE's). */
+static void print_options(const run_options *o)
+{
+    printf("batch=%d heads=%d seq=%d head_dim=%d warmup=%d steps=%d seed=%llu check_rows=%llu "
+           "poison_q=%d quiet=%d no_counters=%d no_timeline=%d timeline_interval=%llu trace=%s "
+           "tile=%llu fast=%d\n", o->shape.batch,
+           o->shape.heads, o->shape.seq, o->shape.head_dim, o->warmup, o->steps,
+           (unsigned long long)o->seed, (unsigned long long)o->check_rows, o->poison_q, o->quiet,
+           o->no_counters, o->no_timeline, (unsigned long long)o->timeline_interval_ns, o->trace,
+           g_tile, g_fast);
+}
+
 /* cli ARGS...: the options cli_parse makes of ARGS (or its exit 2 / --help). */
 int unit_cli(int argc, char **argv)
 {
     run_options o;
     cli_parse(argc, argv, &FAKE, &o);
-    printf("batch=%d heads=%d seq=%d head_dim=%d warmup=%d steps=%d seed=%llu check_rows=%llu "
-           "poison_q=%d quiet=%d no_counters=%d no_timeline=%d timeline_interval=%llu trace=%s "
-           "tile=%llu fast=%d\n", o.shape.batch,
-           o.shape.heads, o.shape.seq, o.shape.head_dim, o.warmup, o.steps,
-           (unsigned long long)o.seed, (unsigned long long)o.check_rows, o.poison_q, o.quiet,
-           o.no_counters, o.no_timeline, (unsigned long long)o.timeline_interval_ns, o.trace,
-           g_tile, g_fast);
+    print_options(&o);
+    return 0;
+}
+
+/* cli-eager ARGS...: the same on the stand-in for 01 and 02 (ATTN_GEMM_* checked whole). */
+int unit_cli_eager(int argc, char **argv)
+{
+    run_options o;
+    cli_parse(argc, argv, &EAGER, &o);
+    print_options(&o);
     return 0;
 }
