@@ -111,44 +111,80 @@ line_field() {
     done
 }
 
+# trace_query_py ARGS...: tests/trace_query.py ARGS. It needs the standard library alone: -S leaves
+# out site's start-up (the .pth files of installed packages), most of an interpreter's start.
+trace_query_py() { python3 -S "$ROOT/tests/trace_query.py" "$@"; }
+
 # trace_query PATH WHAT [ARGS]: facts about a Chrome trace, one per line, from tests/trace_query.py.
 # A suite asks a trace many questions; the ones that `trace_query.py PATH facts` answers are read
 # from its answers, computed once per version of the file (its inode, size and modification time)
-# and kept in $BATS_RUN_TMPDIR; the others (counter, achieved), a trace the facts cannot hold and
-# a file that is not a trace go to trace_query.py itself, as before.
+# and kept in $BATS_RUN_TMPDIR; the others (counter, achieved) and a file that is not a trace go
+# to trace_query.py itself, as before. A fact's ARG and VALUE come escaped (\\, \t, \n, \r:
+# trace_query.py's fact_field): the argument is compared, the value printed, as the text it stands
+# for.
 trace_query() {
     local facts
     case "${2-}" in
         valid | kernels | launch-apis | occupancy | profiler-steps | timeline-kernels | flows | rank) ;;
-        count | ranges) [ $# -eq 3 ] || { python3 "$ROOT/tests/trace_query.py" "$@"; return; } ;;
-        *) python3 "$ROOT/tests/trace_query.py" "$@"; return ;;
+        count | ranges) [ $# -eq 3 ] || { trace_query_py "$@"; return; } ;;
+        *) trace_query_py "$@"; return ;;
     esac
-    facts=$(trace_facts "$1") || { python3 "$ROOT/tests/trace_query.py" "$@"; return; }
+    trace_facts "$1" || { trace_query_py "$@"; return; }
+    facts=$REPLY
     case "$2" in
         valid) grep -qxF "$(printf 'valid\t\t1')" "$facts" ;;
-        rank) grep -q '^rank'$'\t' "$facts" || { python3 "$ROOT/tests/trace_query.py" "$@"; return; }
-              awk -F'\t' '$1 == "rank" { print $3 }' "$facts" ;;
-        count | ranges) awk -F'\t' -v q="$2" -v a="$3" '$1 == q && $2 == a { n = $3 } END { print n + 0 }' "$facts" ;;
-        *) awk -F'\t' -v q="$2" '$1 == q { print $3 }' "$facts" ;;
+        rank) grep -q '^rank'$'\t' "$facts" || { trace_query_py "$@"; return; }
+              TQ_QUERY=rank fact_values "$facts" ;;
+        count | ranges) TQ_QUERY=$2 TQ_ARG=$3 TQ_NUMBER=1 fact_values "$facts" ;;
+        *) TQ_QUERY=$2 fact_values "$facts" ;;
     esac
 }
 
-# trace_facts PATH: the file of PATH's facts (trace_query.py PATH facts), made when PATH is new or
-# has changed; fails when trace_query.py cannot give them.
+# fact_values FACTS: the values of the facts whose query is $TQ_QUERY (and, where TQ_ARG is set,
+# whose argument is $TQ_ARG), unescaped, one per line; with TQ_NUMBER set, the last one as a number
+# instead (0 where none matches: a count). From the environment, not awk -v: -v would take the
+# backslashes of a name for escapes.
+fact_values() {
+    awk -F'\t' '
+        function unescape(s,    out, i, c, n) {
+            if (index(s, "\\") == 0) return s
+            out = ""; n = length(s)
+            for (i = 1; i <= n; i++) {
+                c = substr(s, i, 1)
+                if (c == "\\" && i < n) {
+                    c = substr(s, ++i, 1)
+                    if (c == "t") c = "\t"; else if (c == "n") c = "\n"; else if (c == "r") c = "\r"
+                }
+                out = out c
+            }
+            return out
+        }
+        $1 == ENVIRON["TQ_QUERY"] && (!("TQ_ARG" in ENVIRON) || unescape($2) == ENVIRON["TQ_ARG"]) {
+            if ("TQ_NUMBER" in ENVIRON) n = $3
+            else print unescape($3)
+        }
+        END { if ("TQ_NUMBER" in ENVIRON) print n + 0 }' "$1"
+}
+
+# trace_facts PATH: REPLY = the file of PATH's facts (trace_query.py PATH facts), made when PATH is
+# new or has changed; fails when trace_query.py cannot give them. The file's name is p and PATH,
+# its '%' and '/' written %25 and %2F (c and PATH's cksum where that is too long for a name).
 trace_facts() {
     local stamp dir="${BATS_RUN_TMPDIR:-${TMPDIR:-/tmp}}/trace_facts" key f first
     stamp=$(stat -L -c '%i %s %y' "$1" 2>/dev/null) || return 1
-    key=$(printf '%s' "$1" | cksum | tr ' ' _)
+    key=${1//%/%25}
+    key=p${key//\//%2F}
+    [ "${#key}" -le 200 ] || key=c$(printf '%s' "$1" | cksum | tr ' ' _)
     f="$dir/$key"
     if [ -s "$f" ] && read -r first < "$f" && [ "$first" = "$stamp" ]; then
-        echo "$f"
+        REPLY=$f
         return 0
     fi
     mkdir -p "$dir"
-    { printf '%s\n' "$stamp"; python3 "$ROOT/tests/trace_query.py" "$1" facts; } > "$f.$$" 2>/dev/null ||
-        { rm -f "$f.$$"; return 1; }
-    mv "$f.$$" "$f"
-    echo "$f"
+    { printf '%s\n' "$stamp"; trace_query_py "$1" facts; } > "$f.$BASHPID" 2>/dev/null ||
+        { rm -f "$f.$BASHPID"; return 1; }
+    mv "$f.$BASHPID" "$f"
+    REPLY=$f
 }
 
 # num_le A B: exit 0 when A <= B, both decimal numbers as the summary line prints them (1.2e-03,

@@ -13,7 +13,7 @@ trace() {
 
 # valid_of FILE: trace_query.py FILE valid; status in $status, the reason in $stderr.
 valid_of() {
-    run --separate-stderr python3 "$ROOT/tests/trace_query.py" "$1" valid
+    run --separate-stderr trace_query_py "$1" valid
     echo "$stderr"
 }
 
@@ -78,7 +78,7 @@ valid_of() {
 
 @test "trace_query: every other query fails the same way on a bad trace (no traceback)" {
     trace "$BATS_TEST_TMPDIR/t.json" '{"schemaVersion": 1, "deviceProperties": [], "traceEvents": {"ph": "X"}}'
-    run --separate-stderr python3 "$ROOT/tests/trace_query.py" "$BATS_TEST_TMPDIR/t.json" kernels
+    run --separate-stderr trace_query_py "$BATS_TEST_TMPDIR/t.json" kernels
     [ "$status" -eq 1 ]
     [ -z "$output" ]
     [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: traceEvents is a dict, not a list" ]
@@ -93,7 +93,7 @@ valid_of() {
 
 # query_of FILE WHAT [ARG...]: trace_query.py FILE WHAT ARG...; stdout in $output, stderr in $stderr.
 query_of() {
-    run --separate-stderr python3 "$ROOT/tests/trace_query.py" "$@"
+    run --separate-stderr trace_query_py "$@"
     echo "$stderr"
 }
 

@@ -1,4 +1,4 @@
-"""Facts about one of our Chrome traces, for the Bats suites.
+r"""Facts about one of our Chrome traces, for the Bats suites.
 
 usage: trace_query.py PATH WHAT
 WHAT:
@@ -22,8 +22,9 @@ WHAT:
   facts         every answer above but counter and achieved, one per line, QUERY<TAB>ARG<TAB>VALUE
                  (a list query one line per entry, in order; count and ranges one line per category
                  or name present; valid 1 or 0): helpers.bash's trace_query reads them instead of
-                 starting Python for each query. Exit 3, printing nothing, when a name holds a tab
-                 or a line break (the caller then asks each query here).
+                 starting Python for each query. In ARG and VALUE a backslash, a tab, a line feed
+                 and a carriage return are written \\, \t, \n and \r (a name may hold any of them),
+                 so that each fact stays one line of three fields.
 Every query but timeline-kernels leaves out the timeline pass (the events whose args say
 step -2, the profiler's PROF_STEP_TIMELINE): the suites count the profiled steps. A file that
 is not such a trace fails every query: exit 1, the reason on one line on stderr; so do usage
@@ -72,8 +73,15 @@ def trace_problem(path):
     return doc, None
 
 
+def fact_field(v):
+    r"""A fact's ARG or VALUE on one line: str(v) with a backslash, a tab, a line feed and a
+    carriage return written as \\, \t, \n, \r (helpers.bash's trace_query reads them back)."""
+    return (str(v).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+            .replace("\r", "\\r"))
+
+
 def facts(doc, ev_all, ev):
-    """The facts query: the lines, or 3 when one would not be a line of three fields."""
+    """The facts query: prints the lines; 0."""
     out = []
     ok = isinstance(ev, list) and "schemaVersion" in doc and "deviceProperties" in doc
     out.append(("valid", "", 1 if ok else 0))
@@ -99,12 +107,7 @@ def facts(doc, ev_all, ev):
             if e.get("ph") == "X" and e.get("cat") == "kernel" and (e.get("args") or {}).get("step") == TIMELINE_STEP]
     if isinstance(doc.get("distributedInfo"), dict) and "rank" in doc["distributedInfo"]:
         out.append(("rank", "", doc["distributedInfo"]["rank"]))
-    lines = []
-    for q, a, v in out:
-        if any(ch in a + str(v) for ch in "\t\n\r"):
-            return 3
-        lines.append("%s\t%s\t%s" % (q, a, v))
-    print("\n".join(lines))
+    print("\n".join("%s\t%s\t%s" % (q, fact_field(a), fact_field(v)) for q, a, v in out))
     return 0
 
 
