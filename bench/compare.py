@@ -38,7 +38,6 @@ import os
 import re
 import subprocess
 import sys
-from xml.sax.saxutils import escape
 
 from benchlib import (ROOT, SHAPE_RE, STAGE_RE, decimal_bytes, dir_problem, human_bytes, intensity,
                       one_line_parser, sanitize_env_problem, shape_flag_problem, shape_size_problem,
@@ -47,6 +46,12 @@ BLOG_SHAPE = "8x16x1024x64"
 STAGE_TIMEOUT_S = 600
 # Line kinds whose last field runs to the end of the line (it holds spaces).
 TAIL_KEY = {"idea": "text", "unsupported": "message", "failed": "message", "notbuilt": "message"}
+
+
+def escape(text):
+    """TEXT as XML character data: &, < and > written as entities (xml.sax.saxutils.escape's rule,
+    without that module's start-up: it imports urllib and http)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 PREFLIGHT = False   # `preflight` mode: die() prints the bare reason on stderr (for make)
