@@ -201,10 +201,10 @@ EOF
     path="$BATS_TEST_TMPDIR/traces/01_naive/8_16_1024_64.json"
     run "$UNIT" trace "$path"
     [ "$status" -eq 0 ]
-    python3 -m json.tool "$path" > /dev/null
+    py_stdlib -m json.tool "$path" > /dev/null
     trace_query "$path" valid
     [ -z "$(ls "$BATS_TEST_TMPDIR/traces/01_naive" | grep -v '^8_16_1024_64.json$')" ]
-    python3 - "$path" <<'EOF'
+    py_stdlib - "$path" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["schemaVersion"] == 1 and d["displayTimeUnit"] == "ms", d.keys()
@@ -245,7 +245,7 @@ EOF
     # gemm 13, softmax (opt-in) 19 where Kineto prints 0
     run trace_query "$path" occupancy
     [ "$(echo ${lines[@]})" = "25 13 19 13 19 13 19" ]
-    python3 - "$path" <<'EOF'
+    py_stdlib - "$path" <<'EOF'
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 s = {e["id"] for e in ev if e["ph"] == "s"}
@@ -263,7 +263,7 @@ EOF
 @test "trace: names with quotes, backslashes and control characters round-trip through json.load" {
     path="$BATS_TEST_TMPDIR/names.json"
     "$UNIT" trace "$path"
-    python3 - "$path" <<'EOF'
+    py_stdlib - "$path" <<'EOF'
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 kernels = [e["name"] for e in ev if e.get("cat") == "kernel"]
@@ -836,7 +836,7 @@ arch_for() {
 
 @test "compare run: a shape the stages' flags refuse is bad input: exit 2, one line, nothing written" {
     [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
-    run --separate-stderr python3 "$ROOT/bench/compare.py" run --shape 99999999999x1x1x1 \
+    run --separate-stderr py_stdlib "$ROOT/bench/compare.py" run --shape 99999999999x1x1x1 \
         --outdir "$BATS_TEST_TMPDIR/out"
     [ "$status" -eq 2 ]
     [ "$stderr" = "compare: --shape 99999999999x1x1x1: --batch: 99999999999 is out of range (expected 1 to 65535); nothing was written" ]

@@ -9,7 +9,7 @@ DATA="$ROOT/tests/data/compare_summary.txt"
 
 render() {
     OUTDIR="$BATS_TEST_TMPDIR/out"
-    run python3 "$ROOT/bench/compare.py" render "$1" "$OUTDIR"
+    run py_stdlib "$ROOT/bench/compare.py" render "$1" "$OUTDIR"
     echo "$output"
 }
 
@@ -23,7 +23,7 @@ row() {
 
 # svg_facts FILE: well-formed XML (minidom), then one line per bar: stage ops-text width.
 svg_facts() {
-    python3 - "$1" <<'EOF'
+    py_stdlib - "$1" <<'EOF'
 import sys, xml.dom.minidom
 doc = xml.dom.minidom.parse(sys.argv[1])
 assert doc.documentElement.tagName == "svg", doc.documentElement.tagName
@@ -101,7 +101,7 @@ EOF
     printf '%s\n' "$output" | grep -qxF 'roofline 03_math: 2.6 FLOP/byte, 7.3 TFLOP/s (bandwidth roof there: 10.9)'
     printf '%s\n' "$output" | grep -qxF 'roofline 06_cudnn: 201.5 FLOP/byte, 271.0 TFLOP/s (bandwidth roof there: 790.0)'
     grep -qF '](roofline.svg)' "$OUTDIR/compare.md"
-    run python3 - "$OUTDIR/roofline.svg" <<'EOF'
+    run py_stdlib - "$OUTDIR/roofline.svg" <<'EOF'
 import sys, xml.dom.minidom
 doc = xml.dom.minidom.parse(sys.argv[1])
 def text_of(n):
@@ -146,14 +146,14 @@ EOF
 }
 
 @test "compare: bad input -> exit 2 with one line" {
-    run python3 "$ROOT/bench/compare.py" run --shape 8x16
+    run py_stdlib "$ROOT/bench/compare.py" run --shape 8x16
     echo "$output"
     [ "$status" -eq 2 ]
     [[ "$output" == "compare: --shape '8x16' is not BxHxSxD"* ]]
-    run python3 "$ROOT/bench/compare.py" render "$BATS_TEST_TMPDIR/missing.txt" "$BATS_TEST_TMPDIR/out"
+    run py_stdlib "$ROOT/bench/compare.py" render "$BATS_TEST_TMPDIR/missing.txt" "$BATS_TEST_TMPDIR/out"
     [ "$status" -eq 2 ]
     [[ "$output" == "compare: cannot read "* ]]
-    run python3 "$ROOT/bench/compare.py" render /dev/null "$BATS_TEST_TMPDIR/out"
+    run py_stdlib "$ROOT/bench/compare.py" render /dev/null "$BATS_TEST_TMPDIR/out"
     [ "$status" -eq 2 ]
     [[ "$output" == "compare: no summary lines"* ]]
 }
@@ -163,7 +163,7 @@ EOF
         skip "a GPU is present (the no-GPU path is tested where there is none)"
     fi
     [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
-    run --separate-stderr python3 "$ROOT/bench/compare.py" run --outdir "$BATS_TEST_TMPDIR/out"
+    run --separate-stderr py_stdlib "$ROOT/bench/compare.py" run --outdir "$BATS_TEST_TMPDIR/out"
     echo "$stderr"
     [ "$status" -eq 2 ]
     [[ "$stderr" == "compare: no CUDA device: "*"runs the stages on a GPU machine"* ]]
@@ -176,7 +176,7 @@ EOF
 
 # compare_bad ARGS...: bench/compare.py ARGS; stdout in $output, stderr in $stderr.
 compare_bad() {
-    run --separate-stderr python3 "$ROOT/bench/compare.py" "$@"
+    run --separate-stderr py_stdlib "$ROOT/bench/compare.py" "$@"
     echo "$stderr"
 }
 
@@ -250,7 +250,7 @@ compare_bad() {
     [ "$(grep -c '>no GPU time<' "$OUTDIR/compare.svg")" -eq 2 ]
     # the roofline leaves out 02 (tflops=nan) and 04 (no traffic): 01, 03, 05, 06
     [ "$(grep -c 'class="point"' "$OUTDIR/roofline.svg")" -eq 4 ]
-    python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$OUTDIR/roofline.svg"
+    py_stdlib -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$OUTDIR/roofline.svg"
 }
 
 @test "compare run --outdir that cannot be created: one line, exit 2, before any run or device check" {
@@ -275,16 +275,16 @@ compare_bad() {
 }
 
 @test "compare preflight: the bare reason on stderr for make (bad shape before the device), exit 2" {
-    run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --shape bad
+    run --separate-stderr py_stdlib "$ROOT/bench/compare.py" preflight --shape bad
     [ "$status" -eq 2 ]
     [ "$stderr" = "--shape 'bad' is not BxHxSxD with positive integers (e.g. 8x16x1024x64)" ]
     [ -z "$output" ]
-    run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --shape $'1x1x1x64\necho hi'
+    run --separate-stderr py_stdlib "$ROOT/bench/compare.py" preflight --shape $'1x1x1x64\necho hi'
     [ "$status" -eq 2 ]
     [ "${#stderr_lines[@]}" -eq 1 ]
     [ "$stderr" = "--shape '1x1x1x64\\necho hi' is not BxHxSxD with positive integers (e.g. 8x16x1024x64)" ]
     [ -z "$output" ]
-    run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --bogus
+    run --separate-stderr py_stdlib "$ROOT/bench/compare.py" preflight --bogus
     [ "$status" -eq 2 ]
     [ "$stderr" = "unrecognized arguments: --bogus (bench/compare.py --help)" ]
     [ -z "$output" ]
@@ -295,7 +295,7 @@ compare_bad() {
     mkdir -p "$BATS_TEST_TMPDIR/bin"
     printf '#!/bin/sh\necho "GPU 0: Fake GPU (UUID: GPU-0)"\n' > "$BATS_TEST_TMPDIR/bin/nvidia-smi"
     chmod +x "$BATS_TEST_TMPDIR/bin/nvidia-smi"
-    PATH="$BATS_TEST_TMPDIR/bin:$PATH" run --separate-stderr python3 "$ROOT/bench/compare.py" preflight --shape 1x2x77x64
+    PATH="$BATS_TEST_TMPDIR/bin:$PATH" run --separate-stderr py_stdlib "$ROOT/bench/compare.py" preflight --shape 1x2x77x64
     [ "$status" -eq 0 ]
     [ -z "$output" ]
     [ -z "$stderr" ]
@@ -395,7 +395,7 @@ h200_summary() {
 
 @test "compare run on the GPU: every stage's row has a tensor pipe % (the runs' tables are kept)" {
     require_gpu
-    run --separate-stderr python3 "$ROOT/bench/compare.py" run --shape 1x2x128x64 --outdir "$BATS_TEST_TMPDIR/out"
+    run --separate-stderr py_stdlib "$ROOT/bench/compare.py" run --shape 1x2x128x64 --outdir "$BATS_TEST_TMPDIR/out"
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(grep -c '^Kernel details' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]
@@ -419,7 +419,7 @@ tp_of() {
 # that compare.py reads only within 0..100 (else "-").
 @test "compare run on the GPU at the blog's shape: every stage's row (its table kept) has a tensor pipe %; 03 below 1, above it 01 and 02, above them 04-07" {
     require_gpu
-    run --separate-stderr python3 "$ROOT/bench/compare.py" run --outdir "$BATS_TEST_TMPDIR/out"
+    run --separate-stderr py_stdlib "$ROOT/bench/compare.py" run --outdir "$BATS_TEST_TMPDIR/out"
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(grep -c '^Kernel details' "$BATS_TEST_TMPDIR/out/compare_summary.txt")" -eq 7 ]

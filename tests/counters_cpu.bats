@@ -74,7 +74,7 @@ setup_file() { build_unit; }
     [ "$(trace_query "$path" profiler-steps | tr '\n' ' ')" = "ProfilerStep#2 ProfilerStep#3 ProfilerStep#4 " ]
     [ "$(trace_query "$path" rank)" = 0 ]
     [ "$(trace_query "$path" count user_annotation)" = 6 ]   # 3 ProfilerStep + 3 attn_fwd
-    python3 - "$path" <<'EOF'
+    py_stdlib - "$path" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["distributedInfo"] == {"backend": "none", "rank": 0, "world_size": 1}, d["distributedInfo"]
@@ -100,7 +100,7 @@ EOF
     run trace_query "$path" achieved
     [ "${lines[0]}" = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT	11.8	12.5" ]
     [ "${#lines[@]}" -eq 6 ]
-    python3 - "$path" <<'EOF'
+    py_stdlib - "$path" <<'EOF'
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 r = [e for e in ev if e.get("cat") == "cuda_profiler_range"]
@@ -120,7 +120,7 @@ EOF
     for state in unavailable off disabled; do
         path="$BATS_TEST_TMPDIR/$state.json"
         "$UNIT" kineto-trace "$path" "$state"
-        python3 -m json.tool "$path" > /dev/null
+        py_stdlib -m json.tool "$path" > /dev/null
         trace_query "$path" valid
         [ "$(trace_query "$path" count cuda_profiler_range)" = 0 ]
         [ -z "$(trace_query "$path" achieved)" ]

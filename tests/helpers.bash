@@ -111,9 +111,16 @@ line_field() {
     done
 }
 
-# trace_query_py ARGS...: tests/trace_query.py ARGS. It needs the standard library alone: -S leaves
-# out site's start-up (the .pth files of installed packages), most of an interpreter's start.
-trace_query_py() { python3 -S "$ROOT/tests/trace_query.py" "$@"; }
+# py_stdlib ARGS...: python3 -S ARGS, for what needs the standard library alone: the course's own
+# scripts under test (bench/compare.py, bench/render.py, bench/peers.py up to its PyTorch import,
+# which the suites give a stand-in on PYTHONPATH; tests/*.py) and the suites' Python snippets. -S
+# leaves out site's start-up (the .pth files of installed packages), most of an interpreter's
+# start; PYTHONPATH still holds. Whatever needs site-packages (PyTorch itself, HTA) runs as plain
+# python3.
+py_stdlib() { python3 -S "$@"; }
+
+# trace_query_py ARGS...: tests/trace_query.py ARGS.
+trace_query_py() { py_stdlib "$ROOT/tests/trace_query.py" "$@"; }
 
 # trace_query PATH WHAT [ARGS]: facts about a Chrome trace, one per line, from tests/trace_query.py.
 # A suite asks a trace many questions; the ones that `trace_query.py PATH facts` answers are read

@@ -12,7 +12,7 @@ fake_torch() {
 
 @test "peers: without PyTorch: one line on stderr, exit 2, nothing written" {
     fake_torch 'raise ImportError("No module named torch (stand-in)")'
-    PYTHONPATH="$BATS_TEST_TMPDIR/fake" run --separate-stderr python3 "$ROOT/bench/peers.py" --out "$BATS_TEST_TMPDIR/peers.md"
+    PYTHONPATH="$BATS_TEST_TMPDIR/fake" run --separate-stderr py_stdlib "$ROOT/bench/peers.py" --out "$BATS_TEST_TMPDIR/peers.md"
     echo "$stderr"
     [ "$status" -eq 2 ]
     [ -z "$output" ]
@@ -23,7 +23,7 @@ fake_torch() {
 
 @test "peers: PyTorch without a CUDA device: one line on stderr, exit 2, nothing written" {
     fake_torch $'__version__ = "2.11.0+stand-in"\nclass cuda:\n    @staticmethod\n    def is_available():\n        return False'
-    PYTHONPATH="$BATS_TEST_TMPDIR/fake" run --separate-stderr python3 "$ROOT/bench/peers.py" --out "$BATS_TEST_TMPDIR/peers.md"
+    PYTHONPATH="$BATS_TEST_TMPDIR/fake" run --separate-stderr py_stdlib "$ROOT/bench/peers.py" --out "$BATS_TEST_TMPDIR/peers.md"
     echo "$stderr"
     [ "$status" -eq 2 ]
     [ -z "$output" ]
@@ -43,7 +43,7 @@ fake_torch() {
 }
 
 @test "peers: bad --shapes -> exit 2 with one line" {
-    run python3 "$ROOT/bench/peers.py" --shapes 8x16x1024
+    run py_stdlib "$ROOT/bench/peers.py" --shapes 8x16x1024
     echo "$output"
     [ "$status" -eq 2 ]
     [ "$output" = "peers: --shapes: '8x16x1024' is not BxHxSxD with positive integers" ]
@@ -56,7 +56,7 @@ fake_torch() {
 peers_bad() {
     fake_torch "open('$BATS_TEST_TMPDIR/imported', 'w').close()
 raise ImportError('stand-in')"
-    PYTHONPATH="$BATS_TEST_TMPDIR/fake" run --separate-stderr python3 "$ROOT/bench/peers.py" "$@"
+    PYTHONPATH="$BATS_TEST_TMPDIR/fake" run --separate-stderr py_stdlib "$ROOT/bench/peers.py" "$@"
     echo "$stderr"
 }
 
@@ -271,11 +271,11 @@ grid_shapes() {
     peers_bad --sweep --from "$BATS_TEST_TMPDIR/other.json"
     [ "$status" -eq 2 ]
     [ "$stderr" = "peers: --from $BATS_TEST_TMPDIR/other.json: not a saved sweep (expected \"format\": \"peers-sweep 1\")" ]
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["shapes"][1]["SDPA flash"]; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/side.json"
+    py_stdlib -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["shapes"][1]["SDPA flash"]; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/side.json"
     peers_bad --sweep --from "$BATS_TEST_TMPDIR/side.json"
     [ "$status" -eq 2 ]
     [ "$stderr" = "peers: --from $BATS_TEST_TMPDIR/side.json: 1x1x4096x64: no \"SDPA flash\" entry" ]
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["06_cudnn"]["gpu_us"]=-3; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/neg.json"
+    py_stdlib -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["06_cudnn"]["gpu_us"]=-3; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/neg.json"
     peers_bad --sweep --from "$BATS_TEST_TMPDIR/neg.json"
     [ "$status" -eq 2 ]
     [ "$stderr" = "peers: --from $BATS_TEST_TMPDIR/neg.json: 8x16x1024x64: 06_cudnn: gpu_us -3 is not a positive number" ]
@@ -283,22 +283,22 @@ grid_shapes() {
 }
 
 @test "peers --sweep --from: a shape not BxHxSxD, a gpu_us too large for a float, JSON nested too deeply: one line, exit 2" {
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][1]["shape"]="1x1x4096"; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/shape.json"
+    py_stdlib -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][1]["shape"]="1x1x4096"; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/shape.json"
     peers_bad --sweep --from "$BATS_TEST_TMPDIR/shape.json"
     [ "$status" -eq 2 ]
     [ -z "$output" ]
     [ "$stderr" = "peers: --from $BATS_TEST_TMPDIR/shape.json: shapes[1]: shape '1x1x4096' is not BxHxSxD with positive integers" ]
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["shape"]="1x1x4096x"+"9"*400; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/flops.json"
+    py_stdlib -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["shape"]="1x1x4096x"+"9"*400; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/flops.json"
     peers_bad --sweep --from "$BATS_TEST_TMPDIR/flops.json"
     [ "$status" -eq 2 ]
     [ "${#stderr_lines[@]}" -eq 1 ]
     [[ "$stderr" == "peers: --from $BATS_TEST_TMPDIR/flops.json: shapes[0]: shape '1x1x4096x999"*"' is not BxHxSxD with positive integers" ]]
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["07_hopper"]["gpu_us"]=10**400; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/big.json"
+    py_stdlib -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["07_hopper"]["gpu_us"]=10**400; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/big.json"
     peers_bad --sweep --from "$BATS_TEST_TMPDIR/big.json"
     [ "$status" -eq 2 ]
     [ "${#stderr_lines[@]}" -eq 1 ]
     [[ "$stderr" == "peers: --from $BATS_TEST_TMPDIR/big.json: 8x16x1024x64: 07_hopper: gpu_us 1000"*" is not a positive number" ]]
-    python3 -c 'import sys; n = 100000; open(sys.argv[1], "w").write("{\"format\": \"peers-sweep 1\", \"shapes\": " + "[" * n + "]" * n + "}")' "$BATS_TEST_TMPDIR/deep.json"
+    py_stdlib -c 'import sys; n = 100000; open(sys.argv[1], "w").write("{\"format\": \"peers-sweep 1\", \"shapes\": " + "[" * n + "]" * n + "}")' "$BATS_TEST_TMPDIR/deep.json"
     peers_bad --sweep --from "$BATS_TEST_TMPDIR/deep.json"
     [ "$status" -eq 2 ]
     [ "$stderr" = "peers: --from $BATS_TEST_TMPDIR/deep.json: not JSON (nested too deeply)" ]
@@ -338,7 +338,7 @@ grid_shapes() {
 }
 
 @test "peers --sweep --from: every side checked PASS: exit 0, the ratio counts at every shape" {
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][2]["SDPA flash"]["check"]="PASS"; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/pass.json"
+    py_stdlib -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][2]["SDPA flash"]["check"]="PASS"; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/pass.json"
     peers_bad --sweep --from "$BATS_TEST_TMPDIR/pass.json"
     [ "$status" -eq 0 ]
     # 07/flash: 0.25, 2.0, 1.8: (0.9)^(1/3) = 0.965 over all three
@@ -348,12 +348,12 @@ grid_shapes() {
 
 @test "peers --sweep --from: a ratio that underflows to 0 or overflows to inf is not counted in the geometric mean" {
     # 07/06 at the first shape: 1e-300 / 1e300 underflows to 0 (then 1e300 / 1e-300 is inf); only 1x1x4096x64's 2.00 counts
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["07_hopper"]["gpu_us"]=1e-300; d["shapes"][0]["06_cudnn"]["gpu_us"]=1e300; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/zero.json"
+    py_stdlib -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["07_hopper"]["gpu_us"]=1e-300; d["shapes"][0]["06_cudnn"]["gpu_us"]=1e300; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/zero.json"
     peers_bad --sweep --from "$BATS_TEST_TMPDIR/zero.json"
     [ "$status" -eq 1 ]
     [ -z "$stderr" ]
     [ "${lines[-1]}" = "sweep: 07_hopper against 06_cudnn: geometric mean 2.00 over 1 of 3 shapes (goal <= 0.85); at or below 1.00 at 0 of 3" ]
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["07_hopper"]["gpu_us"]=1e300; d["shapes"][0]["06_cudnn"]["gpu_us"]=1e-300; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/inf.json"
+    py_stdlib -c 'import json,sys; d=json.load(open(sys.argv[1])); d["shapes"][0]["07_hopper"]["gpu_us"]=1e300; d["shapes"][0]["06_cudnn"]["gpu_us"]=1e-300; json.dump(d, open(sys.argv[2], "w"))' "$FAKE_SWEEP" "$BATS_TEST_TMPDIR/inf.json"
     peers_bad --sweep --from "$BATS_TEST_TMPDIR/inf.json"
     [ "$status" -eq 1 ]
     [ -z "$stderr" ]

@@ -61,7 +61,7 @@ stages() {
 
 @test "reference runs: bench/compare.py render draws one row per stage from the outputs" {
     cat "$H200"/[0-9][0-9]_*.txt > "$BATS_TEST_TMPDIR/summary.txt"
-    run python3 "$ROOT/bench/compare.py" render "$BATS_TEST_TMPDIR/summary.txt" "$BATS_TEST_TMPDIR/out"
+    run py_stdlib "$ROOT/bench/compare.py" render "$BATS_TEST_TMPDIR/summary.txt" "$BATS_TEST_TMPDIR/out"
     echo "$output"
     [ "$status" -eq 0 ]
     for stage in $(stages); do

@@ -5,19 +5,14 @@ bats_require_minimum_version 1.5.0
 load helpers
 
 # copy_course DIR: the Markdown pages and the results file, as render.py finds them under a root.
+# (One cp: --parents keeps each file's path under DIR.)
 copy_course() {
-    mkdir -p "$1/docs/h200"
-    cp "$ROOT/README.md" "$1/"
-    for d in "$ROOT"/[0-9][0-9]_*/; do
-        mkdir -p "$1/$(basename "$d")"
-        cp "$d/README.md" "$1/$(basename "$d")/"
-    done
-    cp "$ROOT"/docs/*.md "$1/docs/"
-    cp "$ROOT/docs/h200/results.txt" "$1/docs/h200/"
+    mkdir -p "$1"
+    (cd "$ROOT" && cp --parents README.md [0-9][0-9]_*/README.md docs/*.md docs/h200/results.txt "$1/")
 }
 
 @test "render --check: every table of the course agrees with docs/h200/results.txt" {
-    run python3 "$ROOT/bench/render.py" --check
+    run py_stdlib "$ROOT/bench/render.py" --check
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "${lines[-1]}" == *" 0 differ from docs/h200/results.txt" ]]
@@ -36,7 +31,7 @@ copy_course() {
     sed -i 's/^\(result run=stages stage=05_flash shape=8x16x1024x64 .*\)gpu_us=[0-9.]*/\1gpu_us=12.3/' \
         "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
     grep -q '^result run=stages stage=05_flash .* gpu_us=12.3 ' "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
-    run python3 "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
+    run py_stdlib "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
     echo "$output"
     [ "$status" -eq 1 ]
     [ "$(grep -c '^render: differs: docs/results.md:[0-9]*: results:compare 8x16x1024x64$' <<< "$output")" -eq 1 ]
@@ -50,12 +45,12 @@ copy_course() {
     copy_course "$BATS_TEST_TMPDIR/c"
     sed -i 's/^\(result run=stages stage=05_flash shape=8x16x1024x64 .*\)gpu_us=[0-9.]*/\1gpu_us=12.3/' \
         "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
-    run python3 "$ROOT/bench/render.py" --root "$BATS_TEST_TMPDIR/c"
+    run py_stdlib "$ROOT/bench/render.py" --root "$BATS_TEST_TMPDIR/c"
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(grep -c '^| 05_flash | 1 | 12.3 | ' "$BATS_TEST_TMPDIR/c/docs/results.md")" -eq 1 ]
     grep -q 'gpu_us -->12.3<!-- end -->' "$BATS_TEST_TMPDIR/c/05_flash/README.md"
-    run python3 "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
+    run py_stdlib "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
     [ "$status" -eq 0 ]
 }
 
@@ -63,7 +58,7 @@ copy_course() {
     copy_course "$BATS_TEST_TMPDIR/c"
     sed -i 's/^| 01_naive | naive module | 706.9 /| 01_naive | naive module | 700.0 /' "$BATS_TEST_TMPDIR/c/docs/results.md"
     grep -q '^| 01_naive | naive module | 700.0 ' "$BATS_TEST_TMPDIR/c/docs/results.md"
-    run python3 "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
+    run py_stdlib "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
     echo "$output"
     [ "$status" -eq 1 ]
     [ "$(grep -c '^render: differs: docs/results.md:[0-9]*: results:peers$' <<< "$output")" -eq 1 ]
@@ -73,7 +68,7 @@ copy_course() {
     copy_course "$BATS_TEST_TMPDIR/c"
     printf '%s\n' '<!-- results:value 09_none 8x16x1024x64 gpu_us -->1<!-- end -->' >> "$BATS_TEST_TMPDIR/c/docs/results.md"
     cp "$BATS_TEST_TMPDIR/c/docs/results.md" "$BATS_TEST_TMPDIR/before.md"
-    run python3 "$ROOT/bench/render.py" --root "$BATS_TEST_TMPDIR/c"
+    run py_stdlib "$ROOT/bench/render.py" --root "$BATS_TEST_TMPDIR/c"
     echo "$output"
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
@@ -106,13 +101,13 @@ copy_course() {
 @test "render: results:run ID renders that run alone; an unknown ID: one line, exit 2" {
     copy_course "$BATS_TEST_TMPDIR/c"
     printf '%s\n' '<!-- results:run peers -->' 'x' '<!-- end -->' >> "$BATS_TEST_TMPDIR/c/docs/results.md"
-    run python3 "$ROOT/bench/render.py" --root "$BATS_TEST_TMPDIR/c"
+    run py_stdlib "$ROOT/bench/render.py" --root "$BATS_TEST_TMPDIR/c"
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(tail -n 2 "$BATS_TEST_TMPDIR/c/docs/results.md" | grep -c '^Ours beside PyTorch at .* code at commit 594c467\. ')" -eq 1 ]
     [ "$(grep -c '^The stages' "$BATS_TEST_TMPDIR/c/docs/results.md")" -eq 1 ]
     printf '%s\n' '<!-- results:run nosuch -->' 'x' '<!-- end -->' >> "$BATS_TEST_TMPDIR/c/docs/results.md"
-    run python3 "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
+    run py_stdlib "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
     [[ "$output" == "render: docs/results.md: <!-- results:run nosuch -->: no run line with id=nosuch" ]]
@@ -123,7 +118,7 @@ bad_results() {
     copy_course "$BATS_TEST_TMPDIR/c"
     sed -i "$1" "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
     ! cmp -s "$ROOT/docs/h200/results.txt" "$BATS_TEST_TMPDIR/c/docs/h200/results.txt"
-    run python3 "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
+    run py_stdlib "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
     echo "$output"
 }
 
@@ -170,7 +165,7 @@ bad_results() {
     echo 'run date=2027-01-02 gpu="NVIDIA H200" driver=1 cuda=13.0' > "$d/run.txt"
     printf 'table\nresult stage=05_flash shape=8x16x1024x64 kernels_per_step=1 gpu_us=70.1 check=PASS\n' > "$d/shapes/05_flash_8x16x1024x64.txt"
     printf '## 8x16x1024x64\n\n| stage | peer | ours µs | peer µs | ours/peer | our TFLOP/s | peer TFLOP/s | our host µs | peer host µs |\n|:---|:---|---:|\n| 05_flash | SDPA flash | 70.1 | 95.0 | 0.74 | 245.1 | 180.8 | 3.9 | 20.1 |\n' > "$d/peers.md"
-    run python3 "$ROOT/bench/render.py" collect "$d"
+    run py_stdlib "$ROOT/bench/render.py" collect "$d"
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(grep -c '^run date=2027-01-02 gpu="NVIDIA H200" driver=1 cuda=13.0$' "$d/results.txt")" -eq 1 ]
@@ -191,7 +186,7 @@ bad_results() {
 
 # render_bad ARGS...: bench/render.py ARGS, stdout in $output, stderr in $stderr.
 render_bad() {
-    run --separate-stderr python3 "$ROOT/bench/render.py" "$@"
+    run --separate-stderr py_stdlib "$ROOT/bench/render.py" "$@"
     echo "$stderr"
 }
 
