@@ -31,7 +31,6 @@ import argparse
 import os
 import re
 import subprocess
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPE_RE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)\Z")
@@ -60,6 +59,7 @@ def _creatable_problem(path, what, kind):
         parent = os.path.dirname(parent)
     if not os.path.isdir(parent):
         return f"{what} {path}: {parent} is not a directory"
+    import tempfile   # here: only the probes need it (it imports shutil and random)
     try:
         os.rmdir(tempfile.mkdtemp(dir=parent))
     except OSError as e:
@@ -78,6 +78,7 @@ def dir_problem(path, what):
         if os.path.exists(path):
             if not os.path.isdir(path):
                 return f"{what} {path} is not a directory"
+            import tempfile   # here, as in _creatable_problem
             try:
                 with tempfile.TemporaryFile(dir=path):
                     pass
