@@ -203,12 +203,17 @@ for stage in $stages; do
     if [ "$variant" != - ]; then rung_args=(--rung "$variant"); which="; --rung $variant"; fi
     for shape in $shapes; do
         IFS=x read -r b h s d <<<"$shape"
+        bin=./$stage/run
+        # A shape (or rung) the stage refuses is skipped with the stage's own line: asked with
+        # --validate first (once for every tool), since under the tool the refusal's exit 2 reads
+        # 255.
+        why=$("$bin" "${rung_args[@]}" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
+              --validate 2>&1); vrc=$?
         for tool in $tools; do
             log="$logs/$stage.$tool.$shape.log"
             [ "$variant" = - ] || log="$logs/$stage.rung$variant.$tool.$shape.log"
             t0=$SECONDS
             tool_flags=$flags
-            bin=./$stage/run
             case "$tool" in
                 racecheck) exclude=$race_exclude
                            tool_flags="$tool_flags --num-cuda-barriers $cuda_barriers" ;;
@@ -220,10 +225,6 @@ for stage in $stages; do
             if [ -n "$exclude" ]; then
                 tool_flags="$tool_flags --kernel-name-exclude $exclude"
             fi
-            # A shape (or rung) the stage refuses is skipped with the stage's own line: asked
-            # with --validate first, since under the tool the refusal's exit 2 reads 255.
-            why=$("$bin" "${rung_args[@]}" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
-                  --validate 2>&1); vrc=$?
             if [ $vrc -eq 2 ]; then
                 echo "skip $stage $tool $shape: ${why}"
                 skipped=$((skipped + 1))
