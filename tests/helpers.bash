@@ -1,5 +1,11 @@
 # Shared helpers for the Bats suites. Load with: load helpers
-ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
+# ROOT: the repository (tests/..). Each test loads this file: an absolute, plain BATS_TEST_DIRNAME
+# gives it without a subshell.
+if [[ "$BATS_TEST_DIRNAME" == /?*/tests && "$BATS_TEST_DIRNAME" != *//* && "$BATS_TEST_DIRNAME" != *"/."* ]]; then
+    ROOT=${BATS_TEST_DIRNAME%/tests}
+else
+    ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
+fi
 # run --separate-stderr and run's other flags (Bats 1.5).
 bats_require_minimum_version 1.5.0
 
