@@ -120,9 +120,9 @@ line_field() {
 # py_stdlib ARGS...: python3 -S ARGS, for what needs the standard library alone: the course's own
 # scripts under test (bench/compare.py, bench/render.py, bench/peers.py up to its PyTorch import,
 # which the suites give a stand-in on PYTHONPATH; tests/*.py) and the suites' Python snippets. -S
-# leaves out site's start-up (the .pth files of installed packages), most of an interpreter's
-# start; PYTHONPATH still holds. Whatever needs site-packages (PyTorch itself, HTA) runs as plain
-# python3.
+# leaves out site's start-up (site-packages and its .pth files, which may import whole packages):
+# the suites start Python hundreds of times. PYTHONPATH still holds. Whatever needs site-packages
+# (PyTorch itself, HTA) runs as plain python3.
 py_stdlib() { python3 -S "$@"; }
 
 # trace_query_py ARGS...: tests/trace_query.py ARGS.
