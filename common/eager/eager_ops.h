@@ -14,9 +14,9 @@
  * device), bool buffers unsigned char (0 or 1, PyTorch's bool layout). Every launcher enqueues on
  * the given stream and returns without synchronizing; launch errors exit via CUDA_CHECK.
  *
- * Environment knobs of the GEMM (experiments). eager_check_env (the stages' check_env, in
- * eager/eager_env.h with the parser of all three) reads all three at start-up, before the device
- * check; set-up reads them again. Unset means the default; any value other than the forms below
+ * Environment knobs of the GEMM (experiments), parsed in eager/eager_env.c. eager_check_env (the
+ * stages' check_env) reads all three at start-up, before the device check; set-up reads them
+ * again. Unset means the default; any value other than the forms below
  * (an empty one too): one line on stderr naming the variable and the accepted forms, exit 2.
  *   ATTN_GEMM_WORKSPACE=0|1   0 (default, also when unset): ask cuBLASLt's heuristic only for
  *                             algorithms that need no workspace (no buffer is allocated unless no
