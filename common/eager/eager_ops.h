@@ -16,8 +16,8 @@
  *
  * Environment knobs of the GEMM (experiments), parsed in eager/eager_env.c. eager_check_env (the
  * stages' check_env) reads all three at start-up, before the device check; set-up reads them
- * again. Unset means the default; any value other than the forms below
- * (an empty one too): one line on stderr naming the variable and the accepted forms, exit 2.
+ * again. Unset means the default; any value other than the forms below (an empty one too): one
+ * line on stderr naming the variable and the accepted forms, exit 2.
  *   ATTN_GEMM_WORKSPACE=0|1   0 (default, also when unset): ask cuBLASLt's heuristic only for
  *                             algorithms that need no workspace (no buffer is allocated unless no
  *                             such algorithm exists for a GEMM; then that GEMM falls back to
