@@ -118,3 +118,35 @@ look_section() {
         [ -s "$ROOT/$stage/$peer" ]
     done
 }
+
+# Every link from a Markdown file to a heading of docs/perf-notes.md names a heading that exists
+# (GitHub's anchor: the heading in lower case, punctuation but '-' and '_' dropped, spaces as '-').
+@test "chapters: every link into docs/perf-notes.md names one of its headings" {
+    run py_stdlib - "$ROOT" <<'PY'
+import os, re, sys
+root = sys.argv[1]
+def slug(h):
+    return re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+with open(os.path.join(root, "docs", "perf-notes.md"), encoding="utf-8") as f:
+    heads = {slug(l.lstrip("#")) for l in f if l.startswith("#")}
+n = bad = 0
+for d, _, files in os.walk(root):
+    if "/." in d or "/build" in d:
+        continue
+    for name in files:
+        if not name.endswith(".md"):
+            continue
+        p = os.path.join(d, name)
+        with open(p, encoding="utf-8") as f:
+            for a in re.findall(r"perf-notes\.md#([^)\s]+)\)", f.read()):
+                n += 1
+                if a not in heads:
+                    bad += 1
+                    print(f"{os.path.relpath(p, root)}: #{a} is no heading of docs/perf-notes.md")
+print(f"links={n} bad={bad}")
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ links=([0-9]+)\ bad=0$ ]]
+    [ "${BASH_REMATCH[1]}" -ge 4 ]
+}
