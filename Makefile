@@ -106,7 +106,7 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP) $(HEADERS)
 
 $(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) $(CU_HEADERS)
 	@mkdir -p $(dir $@)
-	@echo '$(NVCC) $(NVFLAGS) -c $< -o $@'
+	$(ECHO_CU) '$(NVCC) $(NVFLAGS) -c $< -o $@'
 	@$(NVCC) $(NVFLAGS) -c $< -o $@ $(DEPFILE) $@.d $(KEEP_PTXAS)
 
 # 06_cudnn's host files (gcc) see cuDNN's headers; if the compiler cannot find cudnn.h, one line
@@ -124,7 +124,9 @@ cudnn-check:
 # With -Xptxas -v, ptxas reports each kernel's registers, spills and barriers: the report is kept
 # next to the object as <object>.ptxas (tests/07_ladder.bats reads it); the terminal gets the
 # compiler's other messages (warnings), and everything when it fails. Each .cu line printed is
-# the compile itself; the dependency list (-MD) and the report's redirection run unprinted.
+# the compile itself; the dependency list (-MD) and the report's redirection run unprinted. Under
+# make -s nothing is printed (MAKEFLAGS' first word holds the one-letter flags).
+ECHO_CU = @$(if $(findstring s,$(firstword -$(MAKEFLAGS))),:,echo)
 $(BUILD)/07_hopper/%.cu.o: NVFLAGS := $(07_hopper_NVFLAGS)
 $(BUILD)/07_hopper/%.cu.o: KEEP_PTXAS = 2> $@.ptxas || { cat $@.ptxas >&2; exit 1; }; \
     grep -vE '^ptxas info|^ +[0-9]+ bytes stack frame' $@.ptxas >&2 || true
@@ -135,7 +137,7 @@ $(BUILD)/07_hopper/%.cu.o: KEEP_PTXAS = 2> $@.ptxas || { cat $@.ptxas >&2; exit 
 REGIONS_STAGES := 04_efficient 05_flash 07_hopper
 $(BUILD)/%.regions.cu.o: %.cu $(FLAGS_STAMP) $(CU_HEADERS)
 	@mkdir -p $(dir $@)
-	@echo '$(NVCC) $(NVFLAGS) -DATTN_REGIONS=1 -c $< -o $@'
+	$(ECHO_CU) '$(NVCC) $(NVFLAGS) -DATTN_REGIONS=1 -c $< -o $@'
 	@$(NVCC) $(NVFLAGS) -DATTN_REGIONS=1 -c $< -o $@ $(DEPFILE) $@.d $(KEEP_PTXAS)
 
 # One stage = its own .cu files (nvcc) and host-only .c files (gcc), the shared objects it names

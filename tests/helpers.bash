@@ -98,10 +98,16 @@ field() {
     line_field "$REPLY" "$1"
 }
 
-# last_line_of TEXT PREFIX: REPLY = the last line of TEXT that starts with PREFIX, or "".
+# last_line_of TEXT PREFIX: REPLY = the last line of TEXT that starts with PREFIX, or "". In bash
+# alone for the usual run's output; a long text (an ncu report after the summary line) goes to
+# awk, since bash's pattern removal below takes time with the square of what follows the line.
 last_line_of() {
     local t=$'\n'"$1"
     REPLY=""
+    if [ "${#t}" -gt 65536 ]; then
+        REPLY=$(printf '%s\n' "$1" | P=$2 awk 'index($0, ENVIRON["P"]) == 1 { l = $0 } END { printf "%s", l }')
+        return 0
+    fi
     case "$t" in *$'\n'"$2"*) ;; *) return 0 ;; esac
     t=${t##*$'\n'"$2"}
     REPLY="$2${t%%$'\n'*}"
@@ -172,7 +178,8 @@ fact_values() {
             }
             return out
         }
-        $1 == ENVIRON["TQ_QUERY"] && (!("TQ_ARG" in ENVIRON) || unescape($2) == ENVIRON["TQ_ARG"]) {
+        # ("" joined: compared as text, never as numbers: a name "1.0" is not "1")
+        $1 "" == ENVIRON["TQ_QUERY"] "" && (!("TQ_ARG" in ENVIRON) || unescape($2) "" == ENVIRON["TQ_ARG"] "") {
             if ("TQ_NUMBER" in ENVIRON) n = $3
             else print unescape($3)
         }

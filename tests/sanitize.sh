@@ -208,7 +208,7 @@ for stage in $stages; do
         # --validate first (once for every tool), since under the tool the refusal's exit 2 reads
         # 255.
         why=$("$bin" "${rung_args[@]}" --batch "$b" --heads "$h" --seq "$s" --head-dim "$d" \
-              --validate 2>&1); vrc=$?
+              --trace none --validate 2>&1); vrc=$?
         for tool in $tools; do
             log="$logs/$stage.$tool.$shape.log"
             [ "$variant" = - ] || log="$logs/$stage.rung$variant.$tool.$shape.log"

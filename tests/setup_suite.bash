@@ -13,8 +13,18 @@ setup_suite() {
     BATS_TEST_DIRNAME=$(cd "$(dirname "$BATS_TEST_FILENAME")" && pwd)
     # shellcheck source=tests/helpers.bash
     source "$BATS_TEST_DIRNAME/helpers.bash"
-    # Bats sets BATS_UNIQUE_TEST_FILENAMES (the suites of this run) before it calls setup_suite
-    for f in "${BATS_UNIQUE_TEST_FILENAMES[@]}"; do
+    # The suites with a test to run: Bats (1.7, 1.8) lists the tests it will run, after -f and
+    # the other filters, in TESTS_LIST_FILE (FILE<TAB>TEST per line) before it calls setup_suite,
+    # and the suites of the run in BATS_UNIQUE_TEST_FILENAMES; without either, nothing runs here
+    # and each suite's setup_file runs its own list.
+    local suites=()
+    if [ -n "${TESTS_LIST_FILE:-}" ] && [ -r "$TESTS_LIST_FILE" ]; then
+        mapfile -t suites < <(cut -f 1 "$TESTS_LIST_FILE" | awk '!seen[$0]++')
+    else
+        suites=("${BATS_UNIQUE_TEST_FILENAMES[@]}")
+    fi
+    for f in "${suites[@]}"; do
+        [ -n "$f" ] || continue
         name=$(basename "$f" .bats)
         mapfile -t -O "${#cases[@]}" cases < <(suite_runs "$name")
     done

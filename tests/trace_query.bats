@@ -144,3 +144,19 @@ query_of() {
     [ -z "$output" ]
     [ "$stderr" = "trace_query.py: $BATS_TEST_TMPDIR/t.json: no distributedInfo with a rank" ]
 }
+
+# The facts a suite reads through helpers.bash (trace_query) are compared as text: a range named
+# "1.0" is not "1", "01", "1e0" or "+1" (awk would compare numbers), and each query answers what
+# trace_query.py answers on the same trace.
+@test "trace_query facts: names that look like numbers are matched as text, as trace_query.py matches them" {
+    local ev='{"ph": "X", "cat": "user_annotation", "name": "%s"}' names=(1 1.0 1.0 " 1") n evs=""
+    for n in "${names[@]}"; do evs+="${evs:+, }$(printf "$ev" "$n")"; done
+    trace "$BATS_TEST_TMPDIR/t.json" "{\"schemaVersion\": 1, \"deviceProperties\": [], \"traceEvents\": [$evs]}"
+    [ "$(trace_query "$BATS_TEST_TMPDIR/t.json" ranges 1.0)" -eq 2 ]
+    [ "$(trace_query "$BATS_TEST_TMPDIR/t.json" ranges 1)" -eq 1 ]
+    [ "$(trace_query "$BATS_TEST_TMPDIR/t.json" ranges ' 1')" -eq 1 ]
+    for n in 01 1e0 +1 1.00; do
+        [ "$(trace_query "$BATS_TEST_TMPDIR/t.json" ranges "$n")" -eq 0 ]
+        [ "$(trace_query_py "$BATS_TEST_TMPDIR/t.json" ranges "$n")" -eq 0 ]
+    done
+}
