@@ -813,14 +813,19 @@ help_lines() {
 }
 
 # ---- the build (CPU: make -n shows the compile line without running it) ---------------------
-# arch_for CC: the -gencode flags make would use with a GPU of compute capability CC (of the compile
-# itself: make -n also lists the recipe's echo of it, or its no-op ':' under -s).
+# flash_compile_line: make -n's compile of 05_flash/flash.cu from stdin, the compile itself (make -n
+# also lists the recipe's echo of it, or its no-op ':' under -s).
+flash_compile_line() {
+    grep -vE '^(echo|:) ' | grep -- '-c 05_flash/flash.cu'
+}
+
+# arch_for CC: the -gencode flags make would use with a GPU of compute capability CC.
 arch_for() {
     mkdir -p "$BATS_TEST_TMPDIR/bin"
     printf '#!/bin/sh\necho "%s"\n' "$1" > "$BATS_TEST_TMPDIR/bin/nvidia-smi"
     chmod +x "$BATS_TEST_TMPDIR/bin/nvidia-smi"
     PATH="$BATS_TEST_TMPDIR/bin:$PATH" make -s -n -B -C "$ROOT" build/05_flash/flash.cu.o |
-        grep -vE '^(echo|:) ' | grep -- '-c 05_flash/flash.cu' | grep -oE -- '-gencode [^ ]+' | tr '\n' ' '
+        flash_compile_line | grep -oE -- '-gencode [^ ]+' | tr '\n' ' '
 }
 
 @test "make: the detected GPU's architecture plus its PTX; anything odd or older than sm_80 falls back" {
@@ -1229,9 +1234,9 @@ PY
 
 # ---- the build refuses spills under CI; the d128 Q-in-registers knob is gone -----------------
 @test "make: under CI=true ptxas warnings (a spill) are errors; a plain build only warns" {
-    ci=$(CI=true make -s -n -B -C "$ROOT" build/05_flash/flash.cu.o | grep -vE '^(echo|:) ' | grep -- '-c 05_flash/flash.cu')
+    ci=$(CI=true make -s -n -B -C "$ROOT" build/05_flash/flash.cu.o | flash_compile_line)
     [[ "$ci" == *"-Xptxas -warn-spills -Xptxas -Werror "* ]]
-    plain=$(env -u CI make -s -n -B -C "$ROOT" build/05_flash/flash.cu.o | grep -vE '^(echo|:) ' | grep -- '-c 05_flash/flash.cu')
+    plain=$(env -u CI make -s -n -B -C "$ROOT" build/05_flash/flash.cu.o | flash_compile_line)
     [[ "$plain" == *"-Xptxas -warn-spills "* ]]
     [[ "$plain" != *"-Xptxas -Werror"* ]]
 }

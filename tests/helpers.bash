@@ -223,7 +223,7 @@ assert_rel_l2_le() {
 
 # at_most A B: exit 0 when the number A <= B (python3 arithmetic: A and B may be expressions).
 at_most() {
-    python3 -c "import sys; a = float($1); b = float($2); print('%g <= %g ?' % (a, b)); sys.exit(0 if a <= b else 1)"
+    py_stdlib -c "import sys; a = float($1); b = float($2); print('%g <= %g ?' % (a, b)); sys.exit(0 if a <= b else 1)"
 }
 
 # The CUPTI-client tests: a tool (ncu, nsys) from PATH or the CUDA toolkit's bin, else empty.
