@@ -29,7 +29,7 @@ static void arena_push(be_arena *a, cudnnBackendDescriptor_t d)
         cudnnBackendDescriptor_t *grown = (cudnnBackendDescriptor_t *)realloc(a->desc, cap * sizeof *grown);
         if (!grown) {
             fprintf(stderr, "06_cudnn: out of host memory for descriptors\n");
-            exit(1);
+            attn_exit(1);
         }
         a->desc = grown;
         a->cap = cap;
@@ -228,7 +228,7 @@ int be_heuristics(be_arena *a, cudnnBackendDescriptor_t graph, cudnnBackendHeurM
         cudnnBackendDescriptor_t *list = (cudnnBackendDescriptor_t *)calloc((size_t)n, sizeof *list);
         if (!list) {
             fprintf(stderr, "06_cudnn: out of host memory for engine configs\n");
-            exit(1);
+            attn_exit(1);
         }
         for (int64_t i = 0; i < n; i++)
             list[i] = create(a, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);

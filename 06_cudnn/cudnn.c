@@ -162,7 +162,7 @@ static void *cudnn_setup(attn_problem *p)
     cudnn_state *st = (cudnn_state *)calloc(1, sizeof *st);
     if (!st) {
         fprintf(stderr, "06_cudnn: out of host memory\n");
-        exit(1);
+        attn_exit(1);
     }
     st->scale = p->scale;
     st->neg_inf = -INFINITY;
@@ -217,10 +217,14 @@ static void cudnn_teardown(attn_problem *p)
     p->state = NULL;
 }
 
-/* --rebuild-plan takes no value: 1 (the harness's parse_flag contract). */
+/* --rebuild-plan takes no value: 1 (the harness's parse_flag contract); (NULL, NULL) resets it. */
 static int cudnn_parse_flag(const char *flag, const char *value)
 {
     (void)value;
+    if (!flag) {
+        g_rebuild_plan = 0;
+        return 0;
+    }
     if (strcmp(flag, "--rebuild-plan") == 0) {
         g_rebuild_plan = 1;
         return 1;

@@ -84,6 +84,10 @@ static size_t smem_for(const flash3_rung *r, int head_dim)
 /* --rung N, N in 1..N_RUNGS (attn_flag_uint: anything else is one line and exit 2). */
 static int flash3_parse_flag(const char *flag, const char *value)
 {
+    if (!flag) { /* the harness's reset: the default rung per head_dim */
+        flash3_rung_flag = 0;
+        return 0;
+    }
     if (strcmp(flag, "--rung") != 0) return 0;
     flash3_rung_flag = (int)attn_flag_uint(flag, value, 1, (uint64_t)N_RUNGS);
     return 2;
@@ -194,7 +198,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
 static void *flash3_setup(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)calloc(1, sizeof *st);
-    if (!st) { fprintf(stderr, "07_hopper: out of host memory\n"); exit(1); }
+    if (!st) { fprintf(stderr, "07_hopper: out of host memory\n"); attn_exit(1); }
     st->encode = (PFN_cuTensorMapEncodeTiled_v12000)driver_entry("cuTensorMapEncodeTiled", 12000);
     st->error_string = (PFN_cuGetErrorString_v6000)driver_entry("cuGetErrorString", 6000);
     int dev = 0;

@@ -8,6 +8,20 @@
 #include "check.h"
 #include "harness.h"
 
+static void (*exit_hook)(int status);
+
+void attn_set_exit_hook(void (*hook)(int status))
+{
+    exit_hook = hook;
+}
+
+void attn_exit(int status)
+{
+    fflush(stdout);
+    if (exit_hook) exit_hook(status);
+    exit(status);
+}
+
 void check_fail(const char *lib, const char *call, const char *file, int line,
                 const char *message, const char *detail)
 {
@@ -15,7 +29,7 @@ void check_fail(const char *lib, const char *call, const char *file, int line,
     if (detail && detail[0])
         fprintf(stderr, " (%s)", detail);
     fputc('\n', stderr);
-    exit(1);
+    attn_exit(1);
 }
 
 void die_usage(const char *fmt, ...)
@@ -45,7 +59,7 @@ void die_usage(const char *fmt, ...)
     }
     fputc('\n', stderr);
     if (msg != small) free(msg);
-    exit(2);
+    attn_exit(2);
 }
 
 void *dev_alloc(size_t bytes, const char *what)

@@ -1,6 +1,6 @@
 /* check.h: every CUDA, cuBLAS, cuDNN and CUPTI call is checked. On failure print
  *     <LIB> error: <call> failed at <file>:<line>: <library's own message>
- * on stderr and exit 1. The macros expand to the library's own status-string function, so a file
+ * on stderr and exit 1 (attn_exit). The macros expand to the library's own status-string function, so a file
  * must include the library's header before using its macro. C11 and C++.
  */
 #ifndef ATTN_CHECK_H
@@ -10,11 +10,24 @@
 extern "C" {
 #endif
 
-/* Prints the failure line and exits 1. detail may be NULL. */
+/* Every exit of a run, with its status: the failure paths below, the out-of-memory paths and
+ * cli_check_stdout. Flushes stdout, calls the exit hook (if one is set), then exit(status). */
+void attn_exit(int status)
+#ifdef __GNUC__
+    __attribute__((noreturn))
+#endif
+    ;
+
+/* The run harness's --cases mode (common/run.c) sets a hook that attn_exit calls first with the
+ * status: it records the status of the case that is ending, and may resume the next case with a
+ * longjmp (only while the case has touched no device state). NULL: none. */
+void attn_set_exit_hook(void (*hook)(int status));
+
+/* Prints the failure line and exits 1 (attn_exit). detail may be NULL. */
 void check_fail(const char *lib, const char *call, const char *file, int line,
                 const char *message, const char *detail);
 
-/* Bad input (flags, shapes, sizes, no GPU): one line on stderr, exit 2. printf-style. */
+/* Bad input (flags, shapes, sizes, no GPU): one line on stderr, exit 2 (attn_exit). printf-style. */
 void die_usage(const char *fmt, ...)
 #ifdef __GNUC__
     __attribute__((format(printf, 1, 2), noreturn))

@@ -63,6 +63,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "usage: %s [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]\n"
             "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--no-counters] [--quiet]\n"
             "       [--no-timeline] [--timeline-interval NS] [--regions [N]] [--validate] [--help]%s%s\n"
+            "       %s --cases FILE\n"
             "\n"
             "%s: %s\n"
             "Causal attention O = softmax(Q·Kᵀ/sqrt(D) + mask)·V, bf16 [batch, heads, seq, head_dim],\n"
@@ -96,6 +97,10 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "                    regions build: 04, 05, 07): the regions of SMs 0..N-1 (default %d)\n"
             "                    as trace tracks and a summary; the build is checked like the kernel\n"
             "%s%s"
+            "  --cases FILE      the test suites' mode: each line of FILE one run (OUT, a tab, its\n"
+            "                    flags tab-separated; lean runs only: --no-counters --no-timeline),\n"
+            "                    all in this one process and CUDA context; output to OUT.out, exit\n"
+            "                    status to OUT.status (common/run.c); the only flag when given\n"
             "  --help            this text\n"
             "A value follows its flag (--seq 128) or an '=' (--seq=128); numbers are decimal digits\n"
             "only (no sign, no space).\n"
@@ -111,7 +116,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "An ATTN_* name no stage reads (a typo) exits 2 too, naming the settings that exist;\n"
             "one that only other stages read prints a warning and is ignored.\n",
             prog, stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",
-            stage->name, stage->idea, dims, stage->name, CLI_REGIONS_DEFAULT,
+            prog, stage->name, stage->idea, dims, stage->name, CLI_REGIONS_DEFAULT,
             stage->flag_help ? stage->flag_help : "", stage->flag_help ? "\n" : "",
             stage->env_help ? stage->env_help : "", stage->env_help ? "\n" : "");
 }
@@ -158,12 +163,13 @@ uint64_t attn_flag_uint(const char *flag, const char *value, uint64_t lo, uint64
  * the caller is about to exit 0. */
 void cli_check_stdout(void)
 {
-    errno = 0;
+    /* A write that failed earlier (the buffer filled while printing) set errno then: keep it. */
+    if (!ferror(stdout)) errno = 0;
     const int flushed = fflush(stdout) == 0;
     if (!flushed || ferror(stdout)) {
         const int e = errno;
         fprintf(stderr, "cannot write to stdout%s%s\n", e ? ": " : "", e ? strerror(e) : "");
-        exit(1);
+        attn_exit(1);
     }
 }
 
@@ -246,7 +252,7 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             cli_usage(stdout, argv[0], stage);
             cli_check_stdout();
-            exit(0);
+            attn_exit(0);
         }
     /* ATTN_SANITIZE=1 (make sanitize): no profiler, no timing, no trace; only 0 or 1. */
     const char *sanitize = getenv("ATTN_SANITIZE");
@@ -261,6 +267,9 @@ void cli_parse(int argc, char **argv, const attn_stage *stage, run_options *o)
     o->poison_q = -1;
     o->timeline_interval_ns = TIMELINE_INTERVAL_NS;
     long long poison = -1;
+    /* The stage's own flags back to their defaults: one process may parse many runs' flags
+     * (--cases). */
+    if (stage->parse_flag) stage->parse_flag(NULL, NULL);
 
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];

@@ -72,6 +72,8 @@ typedef struct {
      * the flag is not the stage's (the harness says "unknown flag"), 1 if it is one that takes no
      * value (the harness refuses "--flag=value" for it), 2 if it took value. An integer value
      * goes through attn_flag_uint below, the one number rule of every flag. May be NULL.
+     * cli_parse first calls parse_flag(NULL, NULL): set every stage flag back to its default
+     * (one process parses many runs' flags under --cases) and return 0.
      * flag_help: the flags' lines for --help ("  --rebuild-plan    what it does"), or NULL. */
     int (*parse_flag)(const char *flag, const char *value);
     const char *flag_help;

@@ -60,6 +60,7 @@ static struct {
     size_t no_timestamp, lost_buffers;
     /* --- main thread only --- */
     int enabled;                       /* prof_init done, prof_finish not yet */
+    int subscribed;                    /* our subscriber holds CUPTI (kept to the process's end) */
     host_range *ranges; size_t n_ranges, cap_ranges;
     int stack[MAX_DEPTH], depth;       /* open ranges: index in ranges, or -1 if not recorded */
     int in_step, step, recording, step_range, step_base;
@@ -77,7 +78,7 @@ static void *grow(void *p, size_t *cap, size_t elem)
     void *q = realloc(p, n * elem);
     if (!q) {
         fprintf(stderr, "profiler: out of host memory (%zu records)\n", n);
-        exit(1);
+        attn_exit(1);
     }
     *cap = n;
     return q;
@@ -88,7 +89,7 @@ static void *grow(void *p, size_t *cap, size_t elem)
 static char *dup_or_die(const char *s)
 {
     char *d = strdup(s);
-    if (!d) { fprintf(stderr, "profiler: out of host memory\n"); exit(1); }
+    if (!d) { fprintf(stderr, "profiler: out of host memory\n"); attn_exit(1); }
     return d;
 }
 
@@ -300,12 +301,25 @@ static void CUPTIAPI no_callback(void *userdata, CUpti_CallbackDomain domain, CU
     (void)userdata; (void)domain; (void)cbid; (void)data;
 }
 
+/* The activity kinds and the API records on: prof_finish turns them off again. */
+static void enable_recording(void)
+{
+    for (size_t i = 0; i < sizeof KINDS / sizeof *KINDS; i++)
+        CUPTI_CHECK(cuptiActivityEnable(KINDS[i]));
+    set_api_tracing(1);
+    g.enabled = 1;
+}
+
 void prof_init(void)
 {
     if (g.enabled || g.owner[0]) return;
     /* Under compute-sanitizer (make sanitize) CUPTI belongs to the sanitizer: record nothing. */
     const char *sanitize = getenv("ATTN_SANITIZE");
     if (sanitize && strcmp(sanitize, "1") == 0) return;
+    if (g.subscribed) { /* a later run of the same process (--cases): CUPTI is ours already */
+        enable_recording();
+        return;
+    }
     /* The first CUPTI call: a subscriber (no callback enabled) claims CUPTI for us. Under Nsight
      * Compute, Nsight Systems, cuda-gdb or another CUPTI client CUPTI allows one subscriber only
      * (cupti_callbacks.h, cuptiSubscribe_v2): then our profiler steps aside and makes no further
@@ -327,13 +341,11 @@ void prof_init(void)
         return;
     }
     CUPTI_CHECK(r);
+    g.subscribed = 1;
     /* API records' threadId = gettid(), as in the trace's CPU lane. */
     CUPTI_CHECK(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
     CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-    for (size_t i = 0; i < sizeof KINDS / sizeof *KINDS; i++)
-        CUPTI_CHECK(cuptiActivityEnable(KINDS[i]));
-    set_api_tracing(1);
-    g.enabled = 1;
+    enable_recording();
 }
 
 const char *prof_cupti_owner(void) { return g.owner[0] ? g.owner : NULL; }
@@ -347,7 +359,7 @@ static void range_push(const char *name, int is_step)
     if (is_step != 2) nvtxRangePushA(name);
     if (g.depth >= MAX_DEPTH) {
         fprintf(stderr, "profiler: host ranges nested deeper than %d (at \"%s\")\n", MAX_DEPTH, name);
-        exit(1);
+        attn_exit(1);
     }
     int idx = -1;
     if (g.recording) {
@@ -504,7 +516,7 @@ static int cmp_act_start(const void *a, const void *b)
 static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
-    if (!p) { fprintf(stderr, "profiler: out of host memory\n"); exit(1); }
+    if (!p) { fprintf(stderr, "profiler: out of host memory\n"); attn_exit(1); }
     return p;
 }
 

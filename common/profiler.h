@@ -99,7 +99,8 @@ typedef struct {
  * another CUPTI client owns CUPTI (Nsight Compute, Nsight Systems, cuda-gdb:
  * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) it prints one line on stderr and records
  * nothing (prof_cupti_owner says who); other CUPTI failures exit 1 via CUPTI_CHECK. Without
- * prof_init, steps and ranges only push NVTX ranges. */
+ * prof_init, steps and ranges only push NVTX ranges. After prof_finish, prof_init starts the
+ * next run's profile in the same process (--cases): the kinds on again, nothing carried over. */
 void prof_init(void);
 
 /* The CUPTI client that made prof_init step aside ("CUPTI for Nsight Compute", ...), or NULL. */

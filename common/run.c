@@ -27,12 +27,31 @@
  * The --trace path is checked before the device (trace_check_path), under ATTN_SANITIZE=1 too.
  * Under ATTN_SANITIZE=1 (make sanitize) there is no profiler, no timing (gpu_us=0.0 ...) and no
  * trace (trace=none).
+ *
+ * --cases FILE (the test suites' mode): many runs in one process, one after another, so that they
+ * share one CUDA context (creating one costs a fraction of a second, and the driver creates them
+ * one at a time across processes). Each line of FILE is "OUT<TAB>FLAG<TAB>FLAG...": one run's
+ * flags, tab-separated (a flag or value may hold spaces, not tabs); an empty line is skipped. The
+ * run's stdout and stderr go to OUT.out (as `2>&1` into a file would write them), then its exit
+ * status to OUT.status (written last, through a rename: a reader that sees it sees the whole
+ * output). A run must not profile beyond the trace: --no-counters and --no-timeline, no
+ * --regions (CUPTI's Range Profiler and PM sampling are device-wide and set up per pass), else
+ * it exits 2 with one line. A run that exits early (bad flags: exit 2) before it holds device
+ * memory lets the next run go on; one that exits later (a CUDA error: exit 1, or a shape too
+ * large) ends the process after writing its status, and the caller starts a new process for the
+ * runs that have no OUT.status yet. The process's own errors (FILE unreadable, a line without
+ * OUT) print one line on stderr and exit 2. Exit status: 0 when every line ran, whatever the
+ * runs' own statuses.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
@@ -173,7 +192,36 @@ static int no_usable_device(char *why, size_t len)
     return 1;
 }
 
-int main(int argc, char **argv)
+/* What a run made: the stage's state, the four tensors on the device and on the host, the rows
+ * checked. */
+static void free_run(const attn_stage *stage, attn_problem *p, size_t *rows, bf16_bits *hq,
+                     bf16_bits *hk, bf16_bits *hv, bf16_bits *ho)
+{
+    if (stage->teardown) stage->teardown(p);
+    dev_free((void *)p->q);
+    dev_free((void *)p->k);
+    dev_free((void *)p->v);
+    dev_free(p->o);
+    free(rows);
+    free(hq); free(hk); free(hv); free(ho);
+}
+
+/* --cases: the run in progress (see the top of this file). */
+static struct {
+    const char *out;     /* its OUT prefix; NULL outside --cases */
+    int resumable;       /* it holds no device state yet: an early exit may go on to the next run */
+    jmp_buf resume;
+} cases;
+
+/* The device state of a run begins (its first allocation): from here an exit ends the process. */
+static void case_holds_device(void)
+{
+    cases.resumable = 0;
+}
+
+/* One run: argv as a process's own (argv[0] the program). Returns its exit status; the exits of
+ * bad input and failed calls (attn_exit) leave from inside. */
+static int run_case(int argc, char **argv)
 {
     const attn_stage *stage = &ATTN_STAGE_SYMBOL;
     run_options opt;
@@ -198,6 +246,10 @@ int main(int argc, char **argv)
         cli_check_stdout();
         return 0;
     }
+    if (cases.out && (!opt.no_counters || !opt.no_timeline || opt.regions))
+        die_usage("--cases: each run needs --no-counters and --no-timeline and no --regions (the "
+                  "counter pass, the timeline pass and the regions pass each run alone: start "
+                  "./%s/run for such a run)", stage->name);
 
     /* The device: none usable -> one line saying why, exit 2. */
     if (no_usable_device(why, sizeof why)) die_usage("%s", why);
@@ -248,6 +300,7 @@ int main(int argc, char **argv)
     p.stream = 0; /* the legacy default stream, as PyTorch's eager launches */
     p.extra_bytes = extra;
     p.quiet = opt.quiet;
+    case_holds_device();
     p.q = dev_alloc(bytes, "Q");
     p.k = dev_alloc(bytes, "K");
     p.v = dev_alloc(bytes, "V");
@@ -304,6 +357,10 @@ int main(int argc, char **argv)
         printf("result stage=%s shape=%dx%dx%dx%d rel_l2=%.3e max_abs=%.3e err_ratio=%.3f "
                "o_hash=%016llx check=FAIL trace=none\n", stage->name, s->batch, s->heads, s->seq,
                s->head_dim, chk.rel_l2, chk.max_abs, chk.ratio, o_hash);
+        profile unused;
+        prof_finish(&unused); /* the next run of --cases starts a profile of its own */
+        prof_free(&unused);
+        free_run(stage, &p, rows, hq, hk, hv, ho);
         return 1;
     }
 
@@ -402,6 +459,11 @@ int main(int argc, char **argv)
             printf("result stage=%s shape=%dx%dx%dx%d rel_l2=%.3e max_abs=%.3e err_ratio=%.3f "
                    "check=FAIL trace=none\n", stage->name, s->batch, s->heads, s->seq,
                    s->head_dim, rgn.check.rel_l2, rgn.check.max_abs, rgn.check.ratio);
+            prof_free(&prof);
+            counters_free(&ctr);
+            timeline_free(&tl);
+            regions_free(&rgn.decoded);
+            free_run(stage, &p, rows, hq, hk, hv, ho);
             return 1;
         }
     }
@@ -461,17 +523,140 @@ int main(int argc, char **argv)
            tflops, peak > 0 ? 100.0 * tflops / peak : 0.0, p.extra_bytes, rd, wr, chk.rel_l2,
            chk.max_abs, chk.ratio, o_hash, want_trace ? opt.trace : "none");
 
-    if (stage->teardown) stage->teardown(&p);
-    dev_free((void *)p.q);
-    dev_free((void *)p.k);
-    dev_free((void *)p.v);
-    dev_free(p.o);
     prof_free(&prof);
     counters_free(&ctr);
     timeline_free(&tl);
     regions_free(&rgn.decoded);
-    free(rows);
-    free(hq); free(hk); free(hv); free(ho);
+    free_run(stage, &p, rows, hq, hk, hv, ho);
     cli_check_stdout(); /* exit 1 if the table or the summary line could not be written */
     return 0;
+}
+
+/* ---- --cases FILE ---------------------------------------------------------------------------- */
+
+/* OUT.status: the status, written to OUT.status.tmp and renamed (a reader sees all of it or none). */
+static void write_status(const char *out, int status)
+{
+    char tmp[4200], final[4200];
+    snprintf(tmp, sizeof tmp, "%s.status.tmp", out);
+    snprintf(final, sizeof final, "%s.status", out);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", status) < 0 || fclose(f) != 0 || rename(tmp, final) != 0) {
+        /* the process's stderr may be the run's file: say it on both */
+        fprintf(stderr, "--cases: cannot write %s: %s\n", final, strerror(errno));
+        exit(2);
+    }
+}
+
+/* attn_exit's hook under --cases: the run's status first; then the next run if this one held no
+ * device state, else the process ends (exit(status) follows in attn_exit). */
+static void case_exit_hook(int status)
+{
+    if (!cases.out) return; /* the process's own error (the list itself): it ends here */
+    fflush(stdout);
+    fflush(stderr);
+    write_status(cases.out, status);
+    if (cases.resumable) longjmp(cases.resume, 1);
+}
+
+/* One run under the hook: its exit status, or -1 when it left through attn_exit and the hook
+ * already wrote it. */
+static int run_resumable(int argc, char **argv)
+{
+    cases.resumable = 1;
+    if (setjmp(cases.resume)) return -1;
+    return run_case(argc, argv);
+}
+
+/* fd 1 and 2 onto path (created or truncated), after flushing; returns 0, or -1 with errno. */
+static int redirect_output(const char *path)
+{
+    fflush(stdout);
+    fflush(stderr);
+    const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return -1;
+    const int ok = dup2(fd, 1) >= 0 && dup2(fd, 2) >= 0;
+    close(fd);
+    return ok ? 0 : -1;
+}
+
+/* Runs every line of path; see the top of this file. */
+static int run_cases(const char *prog, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) die_usage("--cases: cannot read '%s': %s", path, strerror(errno));
+    const int keep_out = dup(1), keep_err = dup(2);
+    if (keep_out < 0 || keep_err < 0) die_usage("--cases: dup: %s", strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int line_no = 0;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        line_no++;
+        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+        if (len == 0) continue;
+        /* OUT, then the flags: split in place at each tab (an empty field stays an empty
+         * argument, as "" on a command line) */
+        int words = 1;
+        for (ssize_t i = 0; i < len; i++) words += line[i] == '\t';
+        char **argv = calloc((size_t)words + 1, sizeof *argv);
+        if (!argv) die_usage("--cases: out of host memory");
+        const char *out = line;
+        argv[0] = (char *)prog;
+        int n = 1;
+        for (char *tab = strchr(line, '\t'); tab; tab = strchr(tab + 1, '\t')) {
+            *tab = '\0';
+            argv[n++] = tab + 1;
+        }
+        argv[n] = NULL;
+        if (!out[0]) {
+            free(argv);
+            die_usage("--cases: %s line %d has no OUT before its first tab (OUT<TAB>FLAGS... "
+                      "expected)", path, line_no);
+        }
+        char out_path[4200];
+        if (snprintf(out_path, sizeof out_path, "%s.out", out) >= (int)sizeof out_path ||
+            redirect_output(out_path) != 0) {
+            dup2(keep_err, 2);
+            die_usage("--cases: cannot write '%s.out' (line %d): %s", out, line_no, strerror(errno));
+        }
+        cases.out = out;
+        const int status = run_resumable(n, argv);
+        fflush(stdout);
+        fflush(stderr);
+        if (status >= 0) write_status(out, status);
+        cases.out = NULL;
+        dup2(keep_out, 1);
+        dup2(keep_err, 2);
+        free(argv);
+    }
+    free(line);
+    fclose(f);
+    close(keep_out);
+    close(keep_err);
+    return 0;
+}
+
+/* "--cases FILE" or "--cases=FILE" as the only flag: FILE; NULL when argv has no --cases. */
+static const char *cases_file(int argc, char **argv)
+{
+    int at = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--cases") || !strncmp(argv[i], "--cases=", 8)) at = i;
+    if (!at) return NULL;
+    const int inline_val = argv[at][7] == '=';
+    const int words = inline_val ? 1 : 2;
+    if (argc - 1 != words || at != 1)
+        die_usage("--cases FILE takes no other flag (each line of FILE holds one run's flags)");
+    const char *file = inline_val ? argv[at] + 8 : argv[at + 1];
+    if (!file || !file[0]) die_usage("--cases needs a file (one run a line: OUT<TAB>FLAGS...)");
+    return file;
+}
+
+int main(int argc, char **argv)
+{
+    const char *file = cases_file(argc, argv);
+    if (!file) return run_case(argc, argv);
+    attn_set_exit_hook(case_exit_hook);
+    return run_cases(argv[0], file);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "counters.h"
 #include "occupancy.h"
 #include "table.h"
@@ -45,7 +46,7 @@ typedef struct { row *v; size_t n, cap; } row_list;
 static void *xrealloc(void *p, size_t bytes)
 {
     void *q = realloc(p, bytes ? bytes : 1);
-    if (!q) { fprintf(stderr, "table: out of host memory\n"); exit(1); }
+    if (!q) { fprintf(stderr, "table: out of host memory\n"); attn_exit(1); }
     return q;
 }
 

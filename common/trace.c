@@ -113,7 +113,7 @@ static char *tmp_name(const char *path)
 {
     const size_t n = strlen(path) + 32;
     char *tmp = malloc(n);
-    if (!tmp) { fprintf(stderr, "trace: out of host memory\n"); exit(1); }
+    if (!tmp) { fprintf(stderr, "trace: out of host memory\n"); attn_exit(1); }
     snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
     return tmp;
 }
@@ -245,7 +245,7 @@ static int cmp_u32(const void *a, const void *b)
 static void *xmalloc(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);
-    if (!p) { fprintf(stderr, "trace: out of host memory\n"); exit(1); }
+    if (!p) { fprintf(stderr, "trace: out of host memory\n"); attn_exit(1); }
     return p;
 }
 

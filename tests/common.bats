@@ -483,7 +483,7 @@ no_gpu() { ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
         [ "$status" -eq 2 ]
         [[ "$output" == "no CUDA device"* ]]
     else
-        run "$ROOT/01_naive/run" --batch 1 --heads 1 --seq 17 --quiet --trace /dev/null
+        run "$ROOT/01_naive/run" --batch 1 --heads 1 --seq 17 --quiet --no-counters --no-timeline --trace /dev/null
         [ "$status" -eq 0 ]
         [ "$(field trace)" = none ]
     fi
@@ -622,7 +622,7 @@ fake_driver() {
 }
 
 @test "cli: --flag=value on a real stage: --seq=17 is parsed, the run goes on to the device" {
-    cli --seq=17 --head-dim=64
+    cli --seq=17 --head-dim=64 --no-counters --no-timeline
     [[ "$output" != *"unknown flag"* ]]
     [[ "$output" != *"--seq"* ]]
     cli --seq=0
@@ -758,7 +758,7 @@ help_lines() {
 }
 
 @test "cli: --seed takes 0 to 2^64 - 1, refuses a sign and 2^64; limits in words" {
-    cli --seed 18446744073709551615 --seq 17
+    cli --seed 18446744073709551615 --seq 17 --no-counters --no-timeline
     [[ "$output" != *"--seed"* ]]          # accepted: the run goes on (to the device)
     cli --seed -1
     [ "$status" -eq 2 ]

@@ -343,15 +343,84 @@ lean_run() {
     "$ROOT/$stage/run" --trace "$CASES_DIR/$key.json" --no-counters --no-timeline "${args[@]}"
 }
 
-# prerun CASE...: every case not run yet at once (run_parallel), where a GPU can run them; else
-# nothing.
+# lean_line CASE: the case as a line of ./STAGE/run --cases (common/run.c): OUT ($CASES_DIR/KEY),
+# then lean_run's flags, tab-separated.
+lean_line() {
+    local key words=() out
+    read -r -a words <<< "$1"
+    key=$(case_key "$1")
+    if [[ "${words[-1]}" == '#'* ]]; then unset 'words[-1]'; fi
+    out=("$CASES_DIR/$key" --trace "$CASES_DIR/$key.json" --no-counters --no-timeline "${words[@]:1}")
+    local IFS=$'\t'
+    printf '%s\n' "${out[*]}"
+}
+
+# cases_chunk STAGE LIST: the runs of LIST (lean_line's lines, all of STAGE) in one process,
+# ./STAGE/run --cases LIST, one CUDA context for all of them; then again for the lines left
+# without a status (a run that ended its process: a CUDA error, a crash), from the first of them.
+# A line that two processes in a row leave without a status (it crashes its process before
+# writing one) runs alone, as lean_run would run it, so that its status is the process's own.
+cases_chunk() {
+    local stage=$1 list=$2 rest="$2.rest" first prev="" out line
+    while [ -s "$list" ]; do
+        "$ROOT/$stage/run" --cases "$list" > "$list.log" 2>&1 < /dev/null || true
+        : > "$rest"
+        while IFS= read -r line; do
+            [ -e "${line%%$'\t'*}.status" ] || printf '%s\n' "$line" >> "$rest"
+        done < "$list"
+        [ -s "$rest" ] || break
+        IFS= read -r first < "$rest"
+        if [ "$first" = "$prev" ]; then
+            out=${first%%$'\t'*}
+            local args=()
+            IFS=$'\t' read -r -a args <<< "${first#*$'\t'}"
+            local rc=0
+            "$ROOT/$stage/run" "${args[@]}" > "$out.out" 2>&1 < /dev/null || rc=$?
+            echo "$rc" > "$out.status"
+            tail -n +2 "$rest" > "$list"
+        else
+            mv "$rest" "$list"
+        fi
+        prev=$first
+    done
+    rm -f "$rest"
+}
+
+# prerun CASE...: every case not run yet, where a GPU can run them (else nothing): grouped by
+# stage into lists of about (cases / test_jobs) lines, each list one process (cases_chunk), up to
+# test_jobs processes at once. Each process creates one CUDA context: the driver creates contexts
+# one at a time across processes (a fraction of a second each), so one process per run would
+# make hundreds of runs wait for each other; the runs of one process go one after another, each
+# checking its rows on every core.
 prerun() {
-    local c todo=()
+    local c todo=() jobs per stage running=0 list dir
     gpu_ready || return 0
     for c in "$@"; do
         [ -e "$CASES_DIR/$(case_key "$c").status" ] || todo+=("$c")
     done
-    [ "${#todo[@]}" -eq 0 ] || run_parallel "$CASES_DIR" lean_run "${todo[@]}"
+    [ "${#todo[@]}" -gt 0 ] || return 0
+    jobs=$(test_jobs) || return 2
+    per=$(( (${#todo[@]} + jobs - 1) / jobs ))
+    [ "$per" -ge 4 ] || per=4
+    mkdir -p "$CASES_DIR"
+    dir=$(mktemp -d "$CASES_DIR/lists.XXXXXX") || return 1
+    declare -A lines=()
+    for c in "${todo[@]}"; do
+        stage=${c%% *}
+        list="$dir/$stage.$(( ${lines[$stage]:-0} / per ))"
+        lean_line "$c" >> "$list"
+        lines[$stage]=$(( ${lines[$stage]:-0} + 1 ))
+    done
+    for list in "$dir"/*; do
+        stage=$(basename "$list"); stage=${stage%.*}
+        cases_chunk "$stage" "$list" &
+        running=$((running + 1))
+        if [ "$running" -ge "$jobs" ]; then
+            wait -n || true
+            running=$((running - 1))
+        fi
+    done
+    wait || true
 }
 
 # prerun_suite: this suite's runs (tests/runs.bash), those not run yet (a setup_file's body).

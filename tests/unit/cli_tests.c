@@ -30,6 +30,11 @@ static int fake_supports(const attn_shape *s, const struct cudaDeviceProp *prop,
 /* --fast takes no value; --tile N takes 16 to 128 through the harness's number rule. */
 static int fake_parse_flag(const char *flag, const char *value)
 {
+    if (!flag) { /* the harness's reset (cli_parse, before the flags) */
+        g_fast = 0;
+        g_tile = 0;
+        return 0;
+    }
     if (strcmp(flag, "--fast") == 0) {
         g_fast = 1;
         return 1;
@@ -98,6 +103,19 @@ int unit_cli(int argc, char **argv)
 {
     run_options o;
     cli_parse(argc, argv, &FAKE, &o);
+    print_options(&o);
+    return 0;
+}
+
+/* cli-twice ARGS...: cli_parse of ARGS, then of no flags at all, as --cases parses one run after
+ * another in one process: the second line must show every default, the stage's flags too. */
+int unit_cli_twice(int argc, char **argv)
+{
+    run_options o;
+    char *none[] = {argv[0], NULL};
+    cli_parse(argc, argv, &FAKE, &o);
+    print_options(&o);
+    cli_parse(1, none, &FAKE, &o);
     print_options(&o);
     return 0;
 }

@@ -50,6 +50,7 @@
     X(check_fault,      "check-fault",      "KIND [BxHxSxD]: 05's emulated O with a fault built in, then the check") \
     X(fnv1a,            "fnv1a",            "STRING: FNV-1a 64 of the string's bytes (the run's o_hash)") \
     X(cli,              "cli",              "ARGS...: cli_parse on a stand-in stage (flags --fast, --tile N): the options, or its exit 2") \
+    X(cli_twice,        "cli-twice",        "ARGS...: cli_parse of ARGS, then of no flags (one process, two runs): two lines of options") \
     X(cli_eager,        "cli-eager",        "ARGS...: cli_parse on a stand-in with 01's and 02's ATTN_GEMM_* check: the options, or its exit 2") \
     X(regions_decode,   "regions-decode",   "CASE: the regions decoder on synthetic records (regions_tests.c)") \
     X(regions_summary,  "regions-summary",  "CASE: their terminal summary") \

@@ -1,0 +1,164 @@
+#!/usr/bin/env bats
+# lane: cpu (no test here creates a CUDA context)
+# ./STAGE/run --cases FILE (common/run.c), the mode the suites' lean runs go through: many runs in
+# one process, each line "OUT<TAB>FLAGS..." writing OUT.out and OUT.status; and its driver in
+# tests/helpers.bash (lean_line, cases_chunk). CPU-only: where no GPU can run the stages, a valid
+# run stops at the device check, which is before any device state, so the process goes on to the
+# next line; the restart after a run that ends its process is checked on a stand-in stage.
+load helpers
+
+setup() {
+    build_unit
+    [ -x "$ROOT/07_hopper/run" ] || skip "./07_hopper/run is not built (make all)"
+    [ -x "$ROOT/04_efficient/run" ] || skip "./04_efficient/run is not built (make all)"
+    D="$BATS_TEST_TMPDIR/cases"
+    mkdir -p "$D"
+}
+
+# line OUT FLAGS...: one --cases line (OUT and the flags, tab-separated).
+line() {
+    local IFS=$'\t'
+    printf '%s\n' "$*"
+}
+
+@test "cases: every line runs in one process, each its own output and exit status" {
+    {
+        line "$D/valid" --seq 77 --validate
+        line "$D/bad" --sequence 3
+        echo
+        line "$D/profiled" --seq 77 --trace none
+        line "$D/lean" --seq 77 --trace none --no-counters --no-timeline --validate
+        line "$D/help" --help
+    } > "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"
+    [ "$status" -eq 0 ]
+    [ "$output" = "" ]
+    [ "$(cat "$D/valid.status")" = 0 ]
+    [ "$(cat "$D/valid.out")" = "" ]
+    [ "$(cat "$D/bad.status")" = 2 ]
+    [ "$(cat "$D/bad.out")" = "unknown flag '--sequence' (see $ROOT/04_efficient/run --help)" ]
+    [ "$(cat "$D/profiled.status")" = 2 ]
+    [[ "$(cat "$D/profiled.out")" == "--cases: each run needs --no-counters and --no-timeline and no --regions"* ]]
+    [ "$(cat "$D/lean.status")" = 0 ]
+    [ "$(cat "$D/help.status")" = 0 ]
+    [[ "$(head -n 1 "$D/help.out")" == "usage: $ROOT/04_efficient/run "* ]]
+    [ ! -e "$D/valid.status.tmp" ]
+}
+
+@test "cases: without a GPU a run stops at the device check and the next line still runs" {
+    if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then skip "a GPU is present"; fi
+    {
+        line "$D/a" --batch 1 --heads 1 --seq 17 --trace none --no-counters --no-timeline
+        line "$D/b" --batch 1 --heads 1 --seq 17 --trace none --no-counters --no-timeline --quiet
+    } > "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"
+    [ "$status" -eq 0 ]
+    [ "$(cat "$D/a.status")" = 2 ]
+    [[ "$(cat "$D/a.out")" == "no CUDA device: "* ]]
+    [ "$(cat "$D/b.status")" = 2 ]
+    [[ "$(cat "$D/b.out")" == "no CUDA device: "* ]]
+}
+
+@test "cases: a stage flag of one line does not carry over to the next (07's --rung)" {
+    {
+        line "$D/r4" --head-dim 128 --rung 4 --validate
+        line "$D/default" --head-dim 128 --validate
+        line "$D/r3" --head-dim 128 --rung 3 --validate
+        line "$D/default2" --head-dim 128 --validate
+    } > "$D/list"
+    run "$ROOT/07_hopper/run" --cases "$D/list"
+    [ "$status" -eq 0 ]
+    [ "$(cat "$D/r4.status")" = 2 ]
+    [[ "$(cat "$D/r4.out")" == *"rung 4"*"head_dim 128"* ]]
+    [ "$(cat "$D/default.status")" = 0 ]
+    [ "$(cat "$D/r3.status")" = 0 ]
+    [ "$(cat "$D/default2.status")" = 0 ]
+}
+
+@test "cases: the stage flags go back to their defaults between two parses (cli_parse's reset)" {
+    run "$UNIT" cli-twice --tile 64 --fast --seq 77
+    [ "$status" -eq 0 ]
+    [ "${#lines[@]}" -eq 2 ]
+    [[ "${lines[0]}" == *" seq=77 "*" tile=64 fast=1" ]]
+    [[ "${lines[1]}" == *" seq=1024 "*" tile=0 fast=0" ]]
+}
+
+@test "cases: --cases is the only flag; a missing file or a line without OUT exits 2" {
+    run "$ROOT/04_efficient/run" --cases "$D/list" --seq 3
+    [ "$status" -eq 2 ]
+    [ "$output" = "--cases FILE takes no other flag (each line of FILE holds one run's flags)" ]
+    run "$ROOT/04_efficient/run" --seq 3 --cases "$D/list"
+    [ "$status" -eq 2 ]
+    run "$ROOT/04_efficient/run" --cases=
+    [ "$status" -eq 2 ]
+    [ "$output" = "--cases needs a file (one run a line: OUT<TAB>FLAGS...)" ]
+    run "$ROOT/04_efficient/run" --cases "$D/none"
+    [ "$status" -eq 2 ]
+    [ "$output" = "--cases: cannot read '$D/none': No such file or directory" ]
+    printf '\t--seq\t3\n' > "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"
+    [ "$status" -eq 2 ]
+    [ "$output" = "--cases: $D/list line 1 has no OUT before its first tab (OUT<TAB>FLAGS... expected)" ]
+}
+
+@test "cases: an empty field is an empty argument, as \"\" on a command line" {
+    line "$D/empty" --trace "" --validate > "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"
+    [ "$status" -eq 0 ]
+    [ "$(cat "$D/empty.status")" = 2 ]
+    [ "$(cat "$D/empty.out")" = "--trace needs a path or 'none'" ]
+}
+
+@test "cases: lean_line writes OUT under CASES_DIR, the trace beside it, the lean flags, no #N" {
+    CASES_DIR=/x/cases
+    run lean_line "05_flash --batch 2 --seq 1000 --quiet #2"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(line /x/cases/05_flash_--batch_2_--seq_1000_--quiet_#2 --trace /x/cases/05_flash_--batch_2_--seq_1000_--quiet_#2.json --no-counters --no-timeline --batch 2 --seq 1000 --quiet)" ]
+}
+
+# A stand-in stage for cases_chunk: its --cases writes each line's status until a line whose first
+# flag is "fatal" (status 1 written, then the process ends, as after a CUDA error) or "crash" (the
+# process dies before writing it); run alone, "crash" exits 139. Each start is logged.
+fake_stage() {
+    mkdir -p "$BATS_TEST_TMPDIR/root/99_fake"
+    cat > "$BATS_TEST_TMPDIR/root/99_fake/run" <<'EOF'
+#!/usr/bin/env bash
+echo "start $*" >> "${0%/run}/starts"
+if [ "$1" != --cases ]; then
+    [ "$1" = crash ] && exit 139
+    echo "alone $*"; exit 0
+fi
+while IFS=$'\t' read -r out flag rest; do
+    case "$flag" in
+        crash) exit 139 ;;
+        fatal) echo "fatal" > "$out.out"; echo 1 > "$out.status"; exit 1 ;;
+        *) echo "ran $flag" > "$out.out"; echo 0 > "$out.status" ;;
+    esac
+done < "$2"
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/root/99_fake/run"
+}
+
+@test "cases: cases_chunk starts a new process after a run that ended one, and runs a crash alone" {
+    fake_stage
+    {
+        line "$D/1" a
+        line "$D/2" fatal
+        line "$D/3" b
+        line "$D/4" crash
+        line "$D/5" c
+    } > "$D/list"
+    ROOT="$BATS_TEST_TMPDIR/root" cases_chunk 99_fake "$D/list"
+    [ "$(cat "$D/1.status")" = 0 ]
+    [ "$(cat "$D/2.status")" = 1 ]
+    [ "$(cat "$D/3.status")" = 0 ]
+    [ "$(cat "$D/4.status")" = 139 ]
+    [ "$(cat "$D/5.status")" = 0 ]
+    [ "$(cat "$D/5.out")" = "ran c" ]
+    # starts: the list, after the fatal run, the crash twice in a list (no progress), then alone,
+    # then the rest
+    run cat "$BATS_TEST_TMPDIR/root/99_fake/starts"
+    [ "${#lines[@]}" -eq 5 ]
+    [ "${lines[3]}" = "start crash" ]
+    [ "${lines[4]}" = "start --cases $D/list" ]
+}
