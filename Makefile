@@ -165,7 +165,8 @@ $(FLASH3_ORDER): tests/unit/flash3_order.cu $(FLAGS_STAMP) $(CU_HEADERS)
 
 # make test: every Bats suite (GPU suites skip without a GPU), TAP output, then one closing line
 # "N passed, N failed, N skipped" (tests/tap_summary.sh); the status is bats' own. On a GPU the
-# suites run one after another; without one, several at a time (tests/run_suites.sh).
+# suites that use it run one after another, in one bats, beside the CPU-only ones (marked "# lane:
+# cpu"); without one, several at a time (tests/run_suites.sh).
 test: all
 	bash -c 'set -o pipefail; bash tests/run_suites.sh | bash tests/tap_summary.sh'
 

@@ -665,7 +665,11 @@ def run_stages(shape, outdir):
             # the shared flag parser refused the shape (e.g. --batch out of range): every stage
             # would say the same; bad input, not a stage that does not support the shape
             die(f"--shape {shape}: {one_line(err)}; nothing was written")
-        idea = idea_from_help(stage)
+        # the run's own header line "stage NN_x: idea" when it printed one, else --help's (a
+        # refused or failed run prints none)
+        header = [m.group(2).strip() for m in map(STAGE_HEADER_RE.match, out.splitlines())
+                  if m and m.group(1) == stage]
+        idea = header[0] if header else idea_from_help(stage)
         if idea:
             summary.append(f"idea stage={stage} text={idea}")
         results = [x for x in out.splitlines() if x.startswith("result ")]

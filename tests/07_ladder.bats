@@ -114,10 +114,10 @@ rung_case() {
 }
 
 @test "07 ladder: without --rung, head_dim 64 runs rung 6 and head_dim 128 rung 5" {
-    run "$ROOT/07_hopper/run" --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --no-counters --no-timeline --warmup 0 --steps 1
+    stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
     assert_rung_kernel 6 64
-    run "$ROOT/07_hopper/run" --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --no-counters --no-timeline --warmup 0 --steps 1
+    stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
     assert_rung_kernel 5 128
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # What each stage links and includes (CPU only, no GPU needed). The Makefile names each stage's
 # libraries on one line (<stage>_LIBS): 01-03 cuBLASLt and cuBLAS (the eager ops,
 # common/eager/), 06 cuDNN, 04, 05, 07 and the unit tests the harness alone (CUPTI, the CUDA

@@ -30,7 +30,7 @@ line() {
         line "$D/lean" --seq 77 --trace none --no-counters --no-timeline --validate
         line "$D/help" --help
     } > "$D/list"
-    run "$ROOT/04_efficient/run" --cases "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"   # no context: every line stops before the device (--validate, refusals), or skips with a GPU
     [ "$status" -eq 0 ]
     [ "$output" = "" ]
     [ "$(cat "$D/valid.status")" = 0 ]
@@ -51,7 +51,7 @@ line() {
         line "$D/a" --batch 1 --heads 1 --seq 17 --trace none --no-counters --no-timeline
         line "$D/b" --batch 1 --heads 1 --seq 17 --trace none --no-counters --no-timeline --quiet
     } > "$D/list"
-    run "$ROOT/04_efficient/run" --cases "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"   # no context: every line stops before the device (--validate, refusals), or skips with a GPU
     [ "$status" -eq 0 ]
     [ "$(cat "$D/a.status")" = 2 ]
     [[ "$(cat "$D/a.out")" == "no CUDA device: "* ]]
@@ -66,7 +66,7 @@ line() {
         line "$D/r3" --head-dim 128 --rung 3 --validate
         line "$D/default2" --head-dim 128 --validate
     } > "$D/list"
-    run "$ROOT/07_hopper/run" --cases "$D/list"
+    run "$ROOT/07_hopper/run" --cases "$D/list"   # no context: every line stops before the device (--validate, refusals), or skips with a GPU
     [ "$status" -eq 0 ]
     [ "$(cat "$D/r4.status")" = 2 ]
     [[ "$(cat "$D/r4.out")" == *"rung 4"*"head_dim 128"* ]]
@@ -84,26 +84,26 @@ line() {
 }
 
 @test "cases: --cases is the only flag; a missing file or a line without OUT exits 2" {
-    run "$ROOT/04_efficient/run" --cases "$D/list" --seq 3
+    run "$ROOT/04_efficient/run" --cases "$D/list" --seq 3   # no context: refused before the device
     [ "$status" -eq 2 ]
     [ "$output" = "--cases FILE takes no other flag (each line of FILE holds one run's flags)" ]
-    run "$ROOT/04_efficient/run" --seq 3 --cases "$D/list"
+    run "$ROOT/04_efficient/run" --seq 3 --cases "$D/list"   # no context: refused before the device
     [ "$status" -eq 2 ]
-    run "$ROOT/04_efficient/run" --cases=
+    run "$ROOT/04_efficient/run" --cases=   # no context: refused before the device
     [ "$status" -eq 2 ]
     [ "$output" = "--cases needs a file (one run a line: OUT<TAB>FLAGS...)" ]
-    run "$ROOT/04_efficient/run" --cases "$D/none"
+    run "$ROOT/04_efficient/run" --cases "$D/none"   # no context: refused before the device
     [ "$status" -eq 2 ]
     [ "$output" = "--cases: cannot read '$D/none': No such file or directory" ]
     printf '\t--seq\t3\n' > "$D/list"
-    run "$ROOT/04_efficient/run" --cases "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"   # no context: every line stops before the device (--validate, refusals), or skips with a GPU
     [ "$status" -eq 2 ]
     [ "$output" = "--cases: $D/list line 1 has no OUT before its first tab (OUT<TAB>FLAGS... expected)" ]
 }
 
 @test "cases: an empty field is an empty argument, as \"\" on a command line" {
     line "$D/empty" --trace "" --validate > "$D/list"
-    run "$ROOT/04_efficient/run" --cases "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"   # no context: every line stops before the device (--validate, refusals), or skips with a GPU
     [ "$status" -eq 0 ]
     [ "$(cat "$D/empty.status")" = 2 ]
     [ "$(cat "$D/empty.out")" = "--trace needs a path or 'none'" ]

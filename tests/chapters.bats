@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # CPU-only: every chapter README runs the course's loop in the same order (README.md, top):
 # "## The idea", "## Guess first", "## Run", "## Look", "## Why", "## Things to try", and no
 # other level-2 section (a chapter's own subsections are ###). Guess first asks; it holds no

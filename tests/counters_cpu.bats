@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # CPU-only: the counter pass's report side and the trace fields Kineto's tools read, on the
 # synthetic 3-step profile of tests/unit/profiler_tests.c with a ProfilerStep range around each
 # step and synthetic counters (tests/unit/counters_tests.c):

@@ -73,6 +73,27 @@ require_hopper() {
     [ "$cc" = "9.0" ] || skip "07_hopper needs a Hopper GPU, compute capability 9.0 (this GPU: ${cc:-unknown})"
 }
 
+# ---- stand-ins and probes of common.bats and cli_gpu.bats (the CLI, device and tool checks) ----
+# no_gpu: exit 0 where nvidia-smi lists no GPU (a test's no-GPU branch, or its skip where one is).
+no_gpu() { ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
+
+# no_driver: no libcuda.so.1 can be loaded here (no NVIDIA driver installed).
+no_driver() { ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; }
+
+# fake_gpu: a stand-in nvidia-smi that lists one GPU, first on PATH (tests/need_gpu.sh trusts it).
+fake_gpu() {
+    mkdir -p "$BATS_TEST_TMPDIR/gpu-bin"
+    printf '#!/bin/sh\necho "GPU 0: NVIDIA Stand-in (UUID: GPU-0)"\n' > "$BATS_TEST_TMPDIR/gpu-bin/nvidia-smi"
+    chmod +x "$BATS_TEST_TMPDIR/gpu-bin/nvidia-smi"
+    printf '%s\n' "$BATS_TEST_TMPDIR/gpu-bin:$PATH"
+}
+
+# make_bad ARGS...: make -s ARGS in the repository; sets status, output, stderr.
+make_bad() {
+    run --separate-stderr make -s -C "$ROOT" --no-print-directory "$@"
+    echo "$stderr"
+}
+
 # run_stage STAGE [flags...]: runs ./STAGE/run with its trace in the test's temp dir, without the
 # counter pass and the timeline pass (each one more forward under CUPTI, a second or more of set-up
 # per run: the correctness, table and trace tests do not read them); sets $status/$output (Bats
@@ -432,10 +453,13 @@ prerun_suite() {
 }
 
 # stage_result STAGE FLAGS... [#N]: status, output and lines of that run as Bats' run sets them
-# and TRACE its trace: the saved run of prerun, else run now (and saved).
+# and TRACE its trace: the saved run of prerun, else run now (and saved). With
+# TEST_NOT_PRERUN=FILE, each case run here (not listed in tests/runs.bash, or no GPU at set-up)
+# adds a line to FILE: the lists' misses.
 stage_result() {
     local key; key=$(case_key "$*")
     if [ ! -e "$CASES_DIR/$key.status" ]; then
+        [ -z "${TEST_NOT_PRERUN:-}" ] || printf '%s\n' "$*" >> "$TEST_NOT_PRERUN"
         mkdir -p "$CASES_DIR"
         ( set +e; lean_run "$@" > "$CASES_DIR/$key.out" 2>&1 < /dev/null; echo $? > "$CASES_DIR/$key.status" )
     fi

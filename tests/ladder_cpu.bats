@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # CPU-only: bench/ladder.py (`make ladder`) on bad input: a flag argparse refuses, an OUTDIR that
 # cannot hold its files, a summary file it cannot read or whose shape is not BxHxSxD. Each is one
 # line on stderr ("ladder: ..."), exit 2, no traceback, nothing written.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # CPU-only: bench/peers.py runs on the GPU machine where PyTorch is installed; anywhere else it
 # must say why on one line on stderr and exit 2 (a script must not take "nothing compared" for
 # success). A stand-in `torch` package on PYTHONPATH makes both cases happen everywhere.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # CPU-only: the reference runs under docs/h200/ (bench/reference_runs.sh) can be read without a
 # GPU: one output and one trace per stage, each output with its profiler table and its summary
 # line, each trace passing the trace checks and small enough for the repository. Until a run has

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # CPU-only: the regions decoder, summary and trace tracks (common/regions.c) on the synthetic
 # records of tests/unit/regions_tests.c (the cases and their times are listed there), the
 # queries of tests/regions_query.py on their traces, and the --regions flag's refusals.
@@ -177,7 +178,7 @@ setup() {
 
 @test "--regions: a stage without a regions build refuses it with one line, exit 2 (no GPU needed)" {
     make -s -C "$ROOT" 02_inplace
-    run "$ROOT/02_inplace/run" --regions
+    run "$ROOT/02_inplace/run" --regions   # no context: refused before the device check
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
     [ "${lines[0]}" = "--regions: 02_inplace has no regions build (the stages with region markers: 04_efficient, 05_flash, 07_hopper)" ]
@@ -185,19 +186,19 @@ setup() {
 
 @test "--regions: a bad count is refused with one line, exit 2" {
     make -s -C "$ROOT" 05_flash
-    run "$ROOT/05_flash/run" --regions=0
+    run "$ROOT/05_flash/run" --regions=0   # no context: refused before the device check
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
     [[ "${lines[0]}" == *"--regions: 0 is out of range (expected 1 to 1024)" ]]
-    run "$ROOT/05_flash/run" --regions x
+    run "$ROOT/05_flash/run" --regions x   # no context: refused before the device check
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
     [[ "${lines[0]}" == "--regions: "*"x"* ]]
-    run "$ROOT/05_flash/run" --regions -1
+    run "$ROOT/05_flash/run" --regions -1   # no context: refused before the device check
     [ "$status" -eq 2 ]
     [ "${#lines[@]}" -eq 1 ]
     [[ "${lines[0]}" == "--regions: "*"-1"* ]]
-    run "$ROOT/05_flash/run" --regions 3 4
+    run "$ROOT/05_flash/run" --regions 3 4   # no context: refused before the device check
     [ "$status" -eq 2 ]
     [[ "${lines[0]}" == *"unexpected argument '4'"* ]]
 }

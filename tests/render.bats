@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # CPU-only: bench/render.py renders every number table of the course (README.md, the chapters,
 # docs/*.md) from docs/h200/results.txt; --check fails when a rendered table differs from it.
 bats_require_minimum_version 1.5.0

@@ -1,15 +1,43 @@
 #!/usr/bin/env bash
 # tests/run_suites.sh: make test's runner. Every Bats suite under tests/, TAP on stdout (bats
 # --tap), exit status 1 if a suite failed, else 0; tests/tap_summary.sh adds the closing line.
+# `bash tests/run_suites.sh --list` prints each suite's lane (cpu or gpu, below), runs nothing.
 #
-# Where a GPU can run the stages (tests/need_gpu.sh), one `bats --tap tests/`: the suites one
-# after another, since runs with the counter pass, the timeline pass or --regions must never
-# overlap (CUPTI's profiler and PM sampling are device-wide). Without one, every GPU test skips and
-# the suites are independent CPU work: they run TEST_JOBS at a time (default: the CPU count, at
-# most 4), the largest files first, each its own `bats --tap`; their TAP is printed when all are
-# done, in the suites' order, one plan line per suite.
+# The suites run in lanes, TEST_JOBS of them (default: the CPU count, at most 4); a lane takes
+# the next suite nobody has taken, the largest files first, and runs it as its own `bats --tap`.
+#
+# Without a GPU (tests/need_gpu.sh), every GPU test skips and every suite is independent CPU work:
+# all suites go through the lanes. Their TAP is printed when all are done, in the suites' order,
+# one plan line per suite.
+#
+# Where a GPU can run the stages, runs with the counter pass, the timeline pass or --regions must
+# never overlap (CUPTI's profiler and PM sampling are device-wide), and a suite's lean runs are
+# best run ahead of the first test, all suites' at once (tests/setup_suite.bash). So the suites
+# that use the GPU run in one lane, one `bats --tap` over all of them in the suites' order, as one
+# `bats --tap tests/` would; it starts first (it is the long one) and its TAP is printed as it
+# comes. The suites that never start a CUDA context (a line "# lane: cpu (...)" among their first
+# 10 lines; tests/lanes.bats checks that such a suite starts no stage, asks for no GPU and lists
+# no lean runs) run beside it, in the other TEST_JOBS - 1 lanes, as without a GPU; the GPU lane
+# takes those left over when it is done. Their TAP follows the GPU lane's, in the suites' order.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+
+# lane_of SUITE: cpu where the suite is marked as never starting a CUDA context, else gpu.
+lane_of() {
+    if head -n 10 "$1" | grep -qE '^# lane: cpu( |$)'; then echo cpu; else echo gpu; fi
+}
+
+suites=(tests/*.bats)
+if [ "${1-}" = --list ]; then
+    for s in "${suites[@]}"; do
+        echo "$(lane_of "$s") $(basename "$s" .bats)"
+    done
+    exit 0
+elif [ $# -gt 0 ]; then
+    echo "run_suites.sh: unknown argument '$1' (--list: each suite's lane)" >&2
+    exit 2
+fi
+
 jobs=${TEST_JOBS:-}
 if [ -z "$jobs" ]; then
     jobs=$(nproc 2>/dev/null || echo 1)
@@ -18,16 +46,23 @@ elif ! [[ "$jobs" =~ ^[1-9][0-9]{0,3}$ ]] || [ "$jobs" -gt 1024 ]; then
     echo "TEST_JOBS=$jobs: expected a whole number from 1 to 1024" >&2
     exit 2
 fi
+
+# The lanes' suites: with a GPU, those marked cpu (the GPU lane runs the others); without one, all.
+gpu_suites=()
+lane_suites=()
 if [ -z "$(bash tests/need_gpu.sh 2>/dev/null)" ]; then
-    exec bats --tap tests/
+    for s in "${suites[@]}"; do
+        if [ "$(lane_of "$s")" = cpu ]; then lane_suites+=("$s"); else gpu_suites+=("$s"); fi
+    done
+else
+    lane_suites=("${suites[@]}")
 fi
-suites=(tests/*.bats)
-[ "$jobs" -le "${#suites[@]}" ] || jobs=${#suites[@]}   # no more lanes than suites
 work=$(mktemp -d "${TMPDIR:-/tmp}/run_suites.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
-# The queue: the suites by size, largest first; a lane takes the next one nobody has taken
+# The queue: the lanes' suites by size, largest first; a lane takes the next one nobody has taken
 # (mkdir is atomic: the lane that makes claims/NAME runs NAME).
-mapfile -t queue < <(ls -S "${suites[@]}")
+queue=()
+[ "${#lane_suites[@]}" -eq 0 ] || mapfile -t queue < <(ls -S "${lane_suites[@]}")
 mkdir "$work/claims"
 lane() {
     local s name
@@ -38,10 +73,17 @@ lane() {
         echo $? > "$work/$name.status"
     done
 }
+if [ "${#gpu_suites[@]}" -gt 0 ]; then
+    # the GPU lane: first, its TAP straight to stdout; then whatever the queue still holds
+    { bats --tap "${gpu_suites[@]}"; echo $? > "$work/gpu.status"; lane; } &
+    jobs=$((jobs - 1))
+fi
+[ "$jobs" -le "${#queue[@]}" ] || jobs=${#queue[@]}   # no more lanes than suites
 for _ in $(seq "$jobs"); do lane & done
 wait
 rc=0
-for s in "${suites[@]}"; do
+[ "${#gpu_suites[@]}" -eq 0 ] || [ "$(cat "$work/gpu.status" 2>/dev/null)" = 0 ] || rc=1
+for s in "${lane_suites[@]}"; do   # (in the suites' order, as tests/*.bats lists them)
     name=$(basename "$s" .bats)
     cat "$work/$name.tap"
     [ "$(cat "$work/$name.status" 2>/dev/null)" = 0 ] || rc=1

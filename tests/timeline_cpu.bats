@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # CPU-only: the timeline's report side (tests/unit/timeline_tests.c): the sparkline, the
 # locale test, the table's timeline lines, the trace's counter tracks, the unavailable path, the
 # flags, and the metric table's shape. The synthetic timeline pass: the GEMM (50 us) and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # CPU-only: tests/trace_query.py, the trace reader of the GPU suites. `valid` holds a trace to its
 # shape (a JSON object; traceEvents a list of objects; schemaVersion, deviceProperties) and fails,
 # exit 1 with one line, on anything else; so does every other query. The reference traces of
