@@ -630,26 +630,31 @@ static int run_cases(const char *prog, const char *path)
         dup2(keep_err, 2);
         free(argv);
     }
+    const int read_error = ferror(f); /* getline's EOF and a read error look alike: a directory */
+    const int read_errno = errno;
     free(line);
     fclose(f);
+    if (read_error) die_usage("--cases: cannot read '%s': %s", path, strerror(read_errno));
     close(keep_out);
     close(keep_err);
     return 0;
 }
 
-/* "--cases FILE" or "--cases=FILE" as the only flag: FILE; NULL when argv has no --cases. */
+/* "--cases FILE" or "--cases=FILE" as the only flag: FILE; NULL when argv has no --cases, or has
+ * --help (or -h) anywhere: the usage, exit 0, as with every other flag (cli_parse). */
 static const char *cases_file(int argc, char **argv)
 {
     int at = 0;
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return NULL;
         if (!strcmp(argv[i], "--cases") || !strncmp(argv[i], "--cases=", 8)) at = i;
+    }
     if (!at) return NULL;
     const int inline_val = argv[at][7] == '=';
-    const int words = inline_val ? 1 : 2;
-    if (argc - 1 != words || at != 1)
-        die_usage("--cases FILE takes no other flag (each line of FILE holds one run's flags)");
-    const char *file = inline_val ? argv[at] + 8 : argv[at + 1];
+    const char *file = inline_val ? argv[at] + 8 : at + 1 < argc ? argv[at + 1] : NULL;
     if (!file || !file[0]) die_usage("--cases needs a file (one run a line: OUT<TAB>FLAGS...)");
+    if (argc - 1 != (inline_val ? 1 : 2) || at != 1)
+        die_usage("--cases FILE takes no other flag (each line of FILE holds one run's flags)");
     return file;
 }
 

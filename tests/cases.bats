@@ -92,6 +92,12 @@ line() {
     run "$ROOT/04_efficient/run" --cases=   # no context: refused before the device
     [ "$status" -eq 2 ]
     [ "$output" = "--cases needs a file (one run a line: OUT<TAB>FLAGS...)" ]
+    run "$ROOT/04_efficient/run" --cases   # no context: refused before the device
+    [ "$status" -eq 2 ]
+    [ "$output" = "--cases needs a file (one run a line: OUT<TAB>FLAGS...)" ]
+    run "$ROOT/04_efficient/run" --cases "$D"   # no context: refused before the device
+    [ "$status" -eq 2 ]
+    [ "$output" = "--cases: cannot read '$D': Is a directory" ]
     run "$ROOT/04_efficient/run" --cases "$D/none"   # no context: refused before the device
     [ "$status" -eq 2 ]
     [ "$output" = "--cases: cannot read '$D/none': No such file or directory" ]
@@ -161,4 +167,13 @@ EOF
     [ "${#lines[@]}" -eq 5 ]
     [ "${lines[3]}" = "start crash" ]
     [ "${lines[4]}" = "start --cases $D/list" ]
+}
+
+@test "cases: --help anywhere beside --cases prints the usage and exits 0, as with any flag" {
+    run "$ROOT/04_efficient/run" --cases "$D/none" --help   # no context: --help
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "usage: $ROOT/04_efficient/run "* ]]
+    run "$ROOT/04_efficient/run" --help --cases   # no context: --help
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "usage: $ROOT/04_efficient/run "* ]]
 }

@@ -5,10 +5,11 @@
 #     N passed, N failed, N skipped
 #
 # counted from the test lines: "ok N name" passed, "ok N name # skip ..." skipped, "not ok N
-# name" failed. Tests the plan ("1..N") announced but no line reported (bats stopped early) count
-# as failed. Exit status: 1 if any failed, else 0; `make test` runs it as
-# `bats --tap tests/ | bash tests/tap_summary.sh` under pipefail, so bats' own status stays the
-# status of the run.
+# name" failed; the input may hold several TAP streams one after another (tests/run_suites.sh:
+# one per bats it ran, each with its own plan). Tests a plan ("1..N") announced but no line
+# reported (bats stopped early) count as failed. Exit status: 1 if any failed, else 0; `make
+# test` runs it as `bash tests/run_suites.sh | bash tests/tap_summary.sh` under pipefail, so the
+# runner's own status stays the status of the run.
 set -uo pipefail
 awk '
     { print; fflush() }
