@@ -36,11 +36,12 @@
  * status to OUT.status (written last, through a rename: a reader that sees it sees the whole
  * output). A run must not profile beyond the trace: --no-counters and --no-timeline, no
  * --regions (CUPTI's Range Profiler and PM sampling are device-wide and set up per pass), else
- * it exits 2 with one line. A run that exits early (bad flags: exit 2) before it holds device
- * memory lets the next run go on; one that exits later (a CUDA error: exit 1, or a shape too
- * large) ends the process after writing its status, and the caller starts a new process for the
- * runs that have no OUT.status yet. The process's own errors (FILE unreadable, a line without
- * OUT) print one line on stderr and exit 2. Exit status: 0 when every line ran, whatever the
+ * it exits 2 with one line. A run that exits before it allocates device memory (bad flags, a
+ * shape the device refuses or that does not fit: exit 2) lets the next run go on; one that exits
+ * later (a CUDA error: exit 1) ends the process after writing its status, and the caller starts
+ * a new process for the runs that have no OUT.status yet. A trailing CR of a line is dropped; a
+ * NUL byte in a line is refused. The process's own errors (FILE unreadable, a line without OUT,
+ * a status that cannot be written) print one line on its stderr and exit 2. Exit status: 0 when every line ran, whatever the
  * runs' own statuses.
  */
 #include <errno.h>
@@ -211,7 +212,8 @@ static struct {
     const char *out;     /* its OUT prefix; NULL outside --cases */
     int resumable;       /* it holds no device state yet: an early exit may go on to the next run */
     jmp_buf resume;
-} cases;
+    int keep_err;        /* the process's own stderr while fd 2 is the run's file */
+} cases = { .keep_err = -1 };
 
 /* The device state of a run begins (its first allocation): from here an exit ends the process. */
 static void case_holds_device(void)
@@ -538,12 +540,31 @@ static int run_case(int argc, char **argv)
 static void write_status(const char *out, int status)
 {
     char tmp[4200], final[4200];
-    snprintf(tmp, sizeof tmp, "%s.status.tmp", out);
-    snprintf(final, sizeof final, "%s.status", out);
-    FILE *f = fopen(tmp, "w");
-    if (!f || fprintf(f, "%d\n", status) < 0 || fclose(f) != 0 || rename(tmp, final) != 0) {
-        /* the process's stderr may be the run's file: say it on both */
-        fprintf(stderr, "--cases: cannot write %s: %s\n", final, strerror(errno));
+    const char *failed = NULL;
+    int e = ENAMETOOLONG;
+    if (snprintf(tmp, sizeof tmp, "%s.status.tmp", out) >= (int)sizeof tmp ||
+        snprintf(final, sizeof final, "%s.status", out) >= (int)sizeof final) {
+        failed = out;
+    } else {
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d\n", status) < 0) {
+            failed = tmp;
+            e = errno;
+            if (f) fclose(f);
+        } else if (fclose(f) != 0) {
+            failed = tmp;
+            e = errno;
+        } else if (rename(tmp, final) != 0) {
+            failed = final;
+            e = errno;
+        }
+        if (failed) unlink(tmp);
+    }
+    if (failed) {
+        /* on the process's own stderr, not the run's file */
+        fflush(stderr);
+        if (cases.keep_err >= 0) dup2(cases.keep_err, 2);
+        fprintf(stderr, "--cases: cannot write the status of %s: %s: %s\n", out, failed, strerror(e));
         exit(2);
     }
 }
@@ -568,11 +589,13 @@ static int run_resumable(int argc, char **argv)
     return run_case(argc, argv);
 }
 
-/* fd 1 and 2 onto path (created or truncated), after flushing; returns 0, or -1 with errno. */
+/* fd 1 and 2 onto path (created or truncated), after flushing; stdout's error flag cleared (a
+ * write that failed for the last run is not this run's); returns 0, or -1 with errno. */
 static int redirect_output(const char *path)
 {
     fflush(stdout);
     fflush(stderr);
+    clearerr(stdout);
     const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) return -1;
     const int ok = dup2(fd, 1) >= 0 && dup2(fd, 2) >= 0;
@@ -583,10 +606,16 @@ static int redirect_output(const char *path)
 /* Runs every line of path; see the top of this file. */
 static int run_cases(const char *prog, const char *path)
 {
+    /* fds 0-2 open (on /dev/null where closed), so that the list and the saved fds are none of
+     * the three that each run's redirection replaces */
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+            die_usage("--cases: cannot open /dev/null: %s", strerror(errno));
     FILE *f = fopen(path, "r");
     if (!f) die_usage("--cases: cannot read '%s': %s", path, strerror(errno));
     const int keep_out = dup(1), keep_err = dup(2);
     if (keep_out < 0 || keep_err < 0) die_usage("--cases: dup: %s", strerror(errno));
+    cases.keep_err = keep_err;
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -594,7 +623,10 @@ static int run_cases(const char *prog, const char *path)
     while ((len = getline(&line, &cap, f)) >= 0) {
         line_no++;
         if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+        if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
         if (len == 0) continue;
+        if (strlen(line) != (size_t)len)
+            die_usage("--cases: %s line %d holds a NUL byte", path, line_no);
         /* OUT, then the flags: split in place at each tab (an empty field stays an empty
          * argument, as "" on a command line) */
         int words = 1;
@@ -615,10 +647,13 @@ static int run_cases(const char *prog, const char *path)
                       "expected)", path, line_no);
         }
         char out_path[4200];
-        if (snprintf(out_path, sizeof out_path, "%s.out", out) >= (int)sizeof out_path ||
-            redirect_output(out_path) != 0) {
+        if (snprintf(out_path, sizeof out_path, "%s.out", out) >= (int)sizeof out_path)
+            die_usage("--cases: %s line %d: OUT is longer than %zu bytes", path, line_no,
+                      sizeof out_path - 16);
+        if (redirect_output(out_path) != 0) {
+            const int e = errno;
             dup2(keep_err, 2);
-            die_usage("--cases: cannot write '%s.out' (line %d): %s", out, line_no, strerror(errno));
+            die_usage("--cases: cannot write '%s.out' (line %d): %s", out, line_no, strerror(e));
         }
         cases.out = out;
         const int status = run_resumable(n, argv);
@@ -637,6 +672,7 @@ static int run_cases(const char *prog, const char *path)
     if (read_error) die_usage("--cases: cannot read '%s': %s", path, strerror(read_errno));
     close(keep_out);
     close(keep_err);
+    cases.keep_err = -1;
     return 0;
 }
 

@@ -177,3 +177,52 @@ EOF
     [ "$status" -eq 0 ]
     [[ "${lines[0]}" == "usage: $ROOT/04_efficient/run "* ]]
 }
+
+@test "cases: a CR before the line's end is dropped; a NUL byte is refused with one line" {
+    printf '%s\t--seq\t77\t--validate\r\n' "$D/crlf" > "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"   # no context: --validate
+    [ "$status" -eq 0 ]
+    [ "$(cat "$D/crlf.status")" = 0 ]
+    printf '%s\t--seq\0\t--validate\n' "$D/nul" > "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"   # no context: --validate
+    [ "$status" -eq 2 ]
+    [ "$output" = "--cases: $D/list line 1 holds a NUL byte" ]
+    [ ! -e "$D/nul.status" ]
+}
+
+@test "cases: a run whose output could not be written does not fail the next one" {
+    ln -s /dev/full "$D/full.out"
+    {
+        line "$D/full" --help
+        line "$D/next" --validate
+        line "$D/next2" --help
+    } > "$D/list"
+    run "$ROOT/04_efficient/run" --cases "$D/list"   # no context: --help and --validate
+    [ "$status" -eq 0 ]
+    [ "$(cat "$D/full.status")" = 1 ]
+    [ "$(cat "$D/next.status")" = 0 ]
+    [ "$(cat "$D/next2.status")" = 0 ]
+}
+
+@test "cases: a status that cannot be written: one line on the process's own stderr, exit 2" {
+    mkdir "$D/a.status"
+    line "$D/a" --validate > "$D/list"
+    run --separate-stderr "$ROOT/04_efficient/run" --cases "$D/list"   # no context: --validate
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "--cases: cannot write the status of $D/a: $D/a.status: Is a directory" ]
+    [ ! -e "$D/a.status.tmp" ]
+}
+
+@test "cases: cases_chunk skips empty lines, reads a last line without a newline, keeps empty fields" {
+    fake_stage
+    { line "$D/1" a; echo; line "$D/2" crash "" x; printf '%s\t%s' "$D/3" b; } > "$D/list"
+    ROOT="$BATS_TEST_TMPDIR/root" cases_chunk 99_fake "$D/list"
+    [ "$(cat "$D/1.status")" = 0 ]
+    [ "$(cat "$D/2.status")" = 139 ]
+    [ "$(cat "$D/3.status")" = 0 ]
+    [ ! -e "$D/.status" ]
+    [ ! -e .status ]
+    # the crash ran alone with its three flags, the empty one kept
+    run grep -c '^start crash  x$' "$BATS_TEST_TMPDIR/root/99_fake/starts"
+    [ "$output" = 1 ]
+}

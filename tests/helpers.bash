@@ -382,29 +382,36 @@ lean_line() {
 # A line that two processes in a row leave without a status (it crashes its process before
 # writing one) runs alone, as lean_run would run it, so that its status is the process's own.
 cases_chunk() {
-    local stage=$1 list=$2 rest="$2.rest" first prev="" out line
-    while [ -s "$list" ]; do
-        "$ROOT/$stage/run" --cases "$list" > "$list.log" 2>&1 < /dev/null || true
-        : > "$rest"
-        while IFS= read -r line; do
-            [ -e "${line%%$'\t'*}.status" ] || printf '%s\n' "$line" >> "$rest"
-        done < "$list"
-        [ -s "$rest" ] || break
-        IFS= read -r first < "$rest"
+    local stage=$1 list=$2 first prev="" out line rc todo=() args
+    while :; do
+        # the lines still without a status (an empty line is none: the C side skips it too)
+        mapfile -t todo < "$list"
+        local left=()
+        for line in "${todo[@]}"; do
+            [ -n "$line" ] && [ ! -e "${line%%$'\t'*}.status" ] && left+=("$line")
+        done
+        [ "${#left[@]}" -gt 0 ] || break
+        first=${left[0]}
         if [ "$first" = "$prev" ]; then
+            # the flags split at each tab, an empty field kept (as the C side keeps it)
             out=${first%%$'\t'*}
-            local args=()
-            IFS=$'\t' read -r -a args <<< "${first#*$'\t'}"
-            local rc=0
+            args=()
+            line=${first#"$out"}
+            while [ -n "$line" ]; do
+                line=${line#$'\t'}
+                args+=("${line%%$'\t'*}")
+                [[ "$line" == *$'\t'* ]] && line=$'\t'${line#*$'\t'} || line=""
+            done
+            rc=0
             "$ROOT/$stage/run" "${args[@]}" > "$out.out" 2>&1 < /dev/null || rc=$?
             echo "$rc" > "$out.status"
-            tail -n +2 "$rest" > "$list"
-        else
-            mv "$rest" "$list"
+            prev=""
+            continue
         fi
+        printf '%s\n' "${left[@]}" > "$list"
+        "$ROOT/$stage/run" --cases "$list" > "$list.log" 2>&1 < /dev/null || true
         prev=$first
     done
-    rm -f "$rest"
 }
 
 # prerun CASE...: every case not run yet, where a GPU can run them (else nothing): grouped by
