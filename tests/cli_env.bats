@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# lane: cpu (no test here starts a CUDA context)
 # CPU tests of the start-up checks (they read the same with or without a GPU): a bad environment
 # setting or --trace path prints one line on stderr and exits 2 before the device is looked for;
 # --help prints the usage and exits 0 whatever else is wrong.
@@ -28,7 +29,7 @@ eager_unit() { run --separate-stderr env "$1" "$UNIT" cli-eager "${BIG[@]}"; }
 
 # stage_env STAGE VAR=VALUE: ./STAGE/run at BIG's flags under that one setting (run_parallel's
 # FUNC): stdout in $ENV_DIR/KEY.out, stderr in $ENV_DIR/KEY.err.
-stage_env() { env "$2" "$ROOT/$1/run" "${BIG[@]}" 2> "$ENV_DIR/$(case_key "$*").err"; }
+stage_env() { env "$2" "$ROOT/$1/run" "${BIG[@]}" 2> "$ENV_DIR/$(case_key "$*").err"; }   # no context: BIG is refused before the device (a bad setting first)
 
 # stage_envs CASE...: every "STAGE VAR=VALUE" case at once.
 stage_envs() {
@@ -113,14 +114,14 @@ stage_env_result() {
 }
 
 @test "ATTN_GEMM_*: a control character in the value stays on one escaped line" {
-    run --separate-stderr env ATTN_GEMM_ALGO=$'1\n2' "$ROOT/01_naive/run" "${BIG[@]}"
+    run --separate-stderr env ATTN_GEMM_ALGO=$'1\n2' "$ROOT/01_naive/run" "${BIG[@]}"   # no context: a bad setting, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "ATTN_GEMM_ALGO=1\\n2: $ALGO_FORMS" ]
 }
 
 @test "ATTN_GEMM_*: stages 03 to 07 do not read them" {
     # its value is not checked here: a warning that 05 does not read it, then the shape's refusal
-    run --separate-stderr env ATTN_GEMM_ALGO=abc "$ROOT/05_flash/run" --head-dim 96 --trace none
+    run --separate-stderr env ATTN_GEMM_ALGO=abc "$ROOT/05_flash/run" --head-dim 96 --trace none   # no context: a bad setting, refused before the device
     [ "$status" -eq 2 ]
     [ "${#stderr_lines[@]}" -eq 2 ]
     [ "${stderr_lines[0]}" = "warning: 05_flash does not read ATTN_GEMM_ALGO, it is ignored here (05_flash reads ATTN_SANITIZE)" ]
@@ -144,7 +145,7 @@ stage_env_result() {
     run --separate-stderr env ATTN_GEMM_ALGO=abc ATTN_GEMM_WORKSPACE=yes "$ROOT/01_naive/run" --help
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
-    run --separate-stderr "$ROOT/01_naive/run" --seq -1 --bogus stray -h
+    run --separate-stderr "$ROOT/01_naive/run" --seq -1 --bogus stray -h   # no context: -h: the usage
     [ "$status" -eq 0 ]
     [ "${lines[0]}" = "usage: $ROOT/01_naive/run [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]" ]
     # --help=x is not --help: a flag without a value written with one
@@ -169,17 +170,17 @@ stage_env_result() {
 
 @test "--trace: a last component . or .. is refused early, and nothing is created" {
     mkdir "$BATS_TEST_TMPDIR/d"
-    run --separate-stderr "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/new/."
+    run --separate-stderr "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/new/."   # no context: a bad --trace path, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "--trace $BATS_TEST_TMPDIR/new/.: not a regular file (a directory name); give a file path, or none" ]
-    run --separate-stderr "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/new/.."
+    run --separate-stderr "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/new/.."   # no context: a bad --trace path, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "--trace $BATS_TEST_TMPDIR/new/..: not a regular file (a directory name); give a file path, or none" ]
     [ ! -e "$BATS_TEST_TMPDIR/new" ]
-    run --separate-stderr "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/d/."
+    run --separate-stderr "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/d/."   # no context: a bad --trace path, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "--trace $BATS_TEST_TMPDIR/d/.: not a regular file (a directory); give a file path, or none" ]
-    run --separate-stderr "$ROOT/05_flash/run" --trace ..
+    run --separate-stderr "$ROOT/05_flash/run" --trace ..   # no context: a bad --trace path, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "--trace ..: not a regular file (a directory); give a file path, or none" ]
 }
@@ -187,30 +188,30 @@ stage_env_result() {
 @test "--trace: a control character in the path is refused, on one escaped line" {
     mkdir "$BATS_TEST_TMPDIR/w"
     cd "$BATS_TEST_TMPDIR/w"
-    run --separate-stderr "$ROOT/05_flash/run" --trace $'a\nb.json'
+    run --separate-stderr "$ROOT/05_flash/run" --trace $'a\nb.json'   # no context: a bad --trace path, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "--trace a\\nb.json: the path holds a control character (0x0a); give a path without one, or none" ]
-    run --separate-stderr "$ROOT/05_flash/run" --trace $'a\x7fb.json'
+    run --separate-stderr "$ROOT/05_flash/run" --trace $'a\x7fb.json'   # no context: a bad --trace path, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "--trace a\\x7fb.json: the path holds a control character (0x7f); give a path without one, or none" ]
-    run --separate-stderr "$ROOT/05_flash/run" --trace $'d\t/x.json'
+    run --separate-stderr "$ROOT/05_flash/run" --trace $'d\t/x.json'   # no context: a bad --trace path, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "--trace d\\t/x.json: the path holds a control character (0x09); give a path without one, or none" ]
     [ -z "$(ls -A "$BATS_TEST_TMPDIR/w")" ]
 }
 
 @test "--trace under ATTN_SANITIZE=1: checked as in a normal run" {
-    run --separate-stderr env ATTN_SANITIZE=1 "$ROOT/05_flash/run" --trace /
+    run --separate-stderr env ATTN_SANITIZE=1 "$ROOT/05_flash/run" --trace /   # no context: a bad --trace path, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "--trace /: not a regular file (a directory); give a file path, or none" ]
-    run --separate-stderr env ATTN_SANITIZE=1 "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/new/."
+    run --separate-stderr env ATTN_SANITIZE=1 "$ROOT/05_flash/run" --trace "$BATS_TEST_TMPDIR/new/."   # no context: a bad --trace path, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "--trace $BATS_TEST_TMPDIR/new/.: not a regular file (a directory name); give a file path, or none" ]
 }
 
 @test "--trace into /proc: the message names the directory that takes no new files" {
     [ -d /proc/self ] || skip "no /proc here"
-    run --separate-stderr "$ROOT/05_flash/run" --trace /proc/version
+    run --separate-stderr "$ROOT/05_flash/run" --trace /proc/version   # no context: a bad --trace path, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "--trace /proc/version: cannot create a file in /proc: its file system takes no new files (No such file or directory)" ]
 }
@@ -237,19 +238,19 @@ COURSE_ENV="ATTN_GEMM_ALGO, ATTN_GEMM_VERBOSE, ATTN_GEMM_WORKSPACE, ATTN_SANITIZ
         [ "$stderr" = "$name is not a setting of this course (the ATTN_* settings: $COURSE_ENV; 01_naive reads $COURSE_ENV)" ]
         [ -z "$output" ]
     done
-    run --separate-stderr env ATTN_FOO=1 "$ROOT/03_math/run" --seq 1 --head-dim 2000
+    run --separate-stderr env ATTN_FOO=1 "$ROOT/03_math/run" --seq 1 --head-dim 2000   # no context: head_dim out of range, refused before the device
     [ "$status" -eq 2 ]
     [[ "$stderr" == "--head-dim: 2000 is out of range"* ]]
-    run --separate-stderr env ATTN_FOO=1 "$ROOT/03_math/run" --trace none
+    run --separate-stderr env ATTN_FOO=1 "$ROOT/03_math/run" --trace none   # no context: an unknown setting, refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "ATTN_FOO is not a setting of this course (the ATTN_* settings: $COURSE_ENV; 03_math reads ATTN_SANITIZE)" ]
 }
 
 @test "another stage's ATTN_* setting: one warning line, then the run goes on (here to the shape check)" {
-    run --separate-stderr env ATTN_GEMM_ALGO=99 "$ROOT/03_math/run" --batch 65535 --heads 65535 --seq 1048576 --head-dim 1024 --trace none
+    run --separate-stderr env ATTN_GEMM_ALGO=99 "$ROOT/03_math/run" --batch 65535 --heads 65535 --seq 1048576 --head-dim 1024 --trace none   # no context: batch x heads over the limit, refused before the device
     [ "${#stderr_lines[@]}" -ge 1 ]
     [ "${stderr_lines[0]}" = "warning: 03_math does not read ATTN_GEMM_ALGO, it is ignored here (03_math reads ATTN_SANITIZE)" ]
-    run --separate-stderr env ATTN_GEMM_ALGO=1 "$ROOT/01_naive/run" "${BIG[@]}"
+    run --separate-stderr env ATTN_GEMM_ALGO=1 "$ROOT/01_naive/run" "${BIG[@]}"   # no context: BIG is refused before the device
     [ "$status" -eq 2 ]
     [ "$stderr" = "$BIG_LINE" ]
 }

@@ -5,7 +5,8 @@
 # the comments. Then the stages' CLI and device checks, the build's and the tools' bad input, all
 # of which stop before the device (a stage started here says why on its line: "# no context:"),
 # or run with a stand-in driver, or skip where a GPU is present. The tests that go on to a real
-# device, and those of tests/sanitize.sh, are in tests/cli_gpu.bats (the GPU lane).
+# device are in tests/cli_gpu.bats (the GPU lane), those of tests/sanitize.sh in
+# tests/sanitize_cpu.bats.
 
 load helpers
 
@@ -784,7 +785,7 @@ arch_for() {
 }
 
 # ---- the tools' bad-input paths (bench/compare.py, tests/need_gpu.sh), CPU only --------------
-# (tests/sanitize.sh's are in tests/cli_gpu.bats)
+# (tests/sanitize.sh's are in tests/sanitize_cpu.bats)
 
 @test "compare run: a shape the stages' flags refuse is bad input: exit 2, one line, nothing written" {
     [ -x "$ROOT/01_naive/run" ] || skip "./01_naive/run is not built (make all)"
@@ -1174,7 +1175,7 @@ PY
 
 # ---- bad input to make compare: one line, exit 2, before the device is looked at (these run
 # where there is no GPU: the reason must still be the input). tests/sanitize.sh's and make
-# sanitize's are in tests/cli_gpu.bats ---------------------------------------------------------
+# sanitize's are in tests/sanitize_cpu.bats ----------------------------------------------------
 
 @test "need_gpu.sh: a stage whose run fails for another reason (ATTN_SANITIZE=2) gives that stage's line" {
     no_gpu || skip "a GPU is present (need_gpu.sh trusts nvidia-smi there)"

@@ -2,7 +2,8 @@
 # lane: cpu (no test here starts a CUDA context)
 # CPU-only: bench/ladder.py (`make ladder`) on bad input: a flag argparse refuses, an OUTDIR that
 # cannot hold its files, a summary file it cannot read or whose shape is not BxHxSxD. Each is one
-# line on stderr ("ladder: ..."), exit 2, no traceback, nothing written.
+# line on stderr ("ladder: ..."), exit 2, no traceback, nothing written. And every rung through
+# ptxas with the CI flags (the end of this file).
 bats_require_minimum_version 1.5.0
 load helpers
 
@@ -105,4 +106,72 @@ ladder_bad() {
     [ -z "$output" ]
     [ "$stderr" = "ladder: the rungs' summary lines name different shapes (1x1x64x64, 8x16x1024x64): one ladder is one shape" ]
     [ ! -e "$BATS_TEST_TMPDIR/out" ]
+}
+
+# Each rung file through ptxas with the CI flags (-Werror: a spill or a warning is an error) and
+# -v: every kernel 0 spill bytes, its register count capped at 168 by __launch_bounds__(384, 1),
+# and no wgmma serialization or ignored setmaxnreg (C75xx). The build keeps each 07_hopper
+# object's ptxas report (-Xptxas -v) next to it, <object>.ptxas (the Makefile): where the stage
+# was built under CI=true (make's compile line of every rung holds -Xptxas -Werror and
+# -Xcompiler -Werror), the test reads the reports; else it compiles the rung files alone with
+# those flags, at once (rung_build FILE is one, run_parallel's FUNC).
+rung_build() {
+    "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a \
+        -I"$ROOT/common" -Xptxas -v -Xptxas -warn-spills -Xptxas -Werror -Xcompiler -Werror \
+        -c "$1" -o "$BATS_TEST_TMPDIR/$(basename "$1").o"
+}
+
+# ci_built OBJECT...: exit 0 when make's compile line of each object (07_hopper's flags as built:
+# the flags stamp rebuilds every object whose flags change) has ptxas's report and warnings as
+# errors.
+ci_built() {
+    local lines o line
+    lines=$(make -s -n -B -C "$ROOT" "$@") || return 1
+    for o in "$@"; do
+        line=$(printf '%s\n' "$lines" | grep -F -- "-o $o ") || return 1
+        [[ "$line" == *" -Xptxas -v -gencode arch=compute_90a,code=sm_90a "* ]] || return 1
+        [[ "$line" == *" -Xptxas -warn-spills -Xptxas -Werror "* ]] || return 1
+        [[ "$line" == *" -Xcompiler -Werror "* ]] || return 1
+    done
+}
+
+# reports_kept OBJECT...: exit 0 when each object's ptxas report is there, not empty, and not older
+# than the flags stamp (a report removed by hand is not remade by make: the object is up to date).
+reports_kept() {
+    local o
+    for o in "$@"; do
+        [ -s "$ROOT/$o.ptxas" ] && [ ! "$ROOT/build/flags.stamp" -nt "$ROOT/$o.ptxas" ] || return 1
+    done
+}
+
+@test "07 ladder: every rung builds under the CI flags without spills or serialized wgmma (no GPU needed)" {
+    local f n rep objs=() reports=""
+    run make -s -C "$ROOT" 07_hopper
+    echo "$output"
+    [ "$status" -eq 0 ]
+    for f in "$ROOT"/07_hopper/rung*.cu; do objs+=("build/07_hopper/$(basename "$f").o"); done
+    if ci_built "${objs[@]}" && reports_kept "${objs[@]}"; then
+        reports=1
+    else
+        echo "07_hopper is not built under CI=true (or a report is missing): the rungs compiled here with the CI flags"
+        run_parallel "$BATS_TEST_TMPDIR/builds" rung_build "$ROOT"/07_hopper/rung*.cu
+    fi
+    for f in "$ROOT"/07_hopper/rung*.cu; do
+        if [ -n "$reports" ]; then # the report of the object make just found up to date
+            rep="$ROOT/build/07_hopper/$(basename "$f").o.ptxas"
+            echo "$rep"
+            [ -s "$rep" ]
+            [ ! "$ROOT/build/flags.stamp" -nt "$rep" ]
+            output=$(cat "$rep")
+        else
+            load_case "$BATS_TEST_TMPDIR/builds" "$f"
+            echo "$f: $status"
+            [ "$status" -eq 0 ]
+        fi
+        n=$(printf '%s\n' "$output" | grep -c 'Compiling entry function')
+        case "$f" in *rung4_*) [ "$n" -eq 1 ] ;; *) [ "$n" -eq 2 ] ;; esac
+        [ "$(printf '%s\n' "$output" | grep -c '0 bytes spill stores, 0 bytes spill loads')" -eq "$n" ]
+        [ "$(printf '%s\n' "$output" | grep -c 'Used 168 registers')" -eq "$n" ]
+        [ "$(printf '%s\n' "$output" | grep -cE 'C75[0-9][0-9]')" -eq 0 ]
+    done
 }

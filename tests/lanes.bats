@@ -15,8 +15,14 @@ load helpers
 # the patterns has a letter in brackets, so that no pattern matches its own line in this file.)
 gpu_uses() {
     local name; name=$(basename "$1" .bats)
-    grep -nE '\<([r]equire_gpu|[r]equire_hopper|[g]pu_ready|[g]pu_reason|[s]tage_result|[r]un_stage[a-z_]*|[l]ean_run|[p]rerun[a-z_]*|[f]ind_tool)\>|[c]ompute-sanitizer|[s]anitize\.sh' "$1" |
+    grep -nE '\<([r]equire_gpu|[r]equire_hopper|[g]pu_ready|[g]pu_reason|[s]tage_result|[r]un_stage[a-z_]*|[l]ean_run|[p]rerun[a-z_]*|[f]ind_tool)\>' "$1" |
         grep -vE '^[0-9]+:\s*#' || true
+    # compute-sanitizer or sanitize.sh named in code (a test's name is not code), unless the line
+    # says why no stage runs on the GPU there ("# no context: WHY": a stand-in sanitizer, input
+    # refused before the device)
+    grep -nE '[c]ompute-sanitizer|[s]anitize\.sh' "$1" |
+        grep -vE '^[0-9]+:\s*(#|@test )' |
+        grep -vE -- '# [n]o context: [^ ]' || true
     # a stage started: "$ROOT/STAGE/run" other than in a file test ([ -x "$ROOT/STAGE/run" ]),
     # with neither --validate nor --help, nor a "# no context: WHY"
     sed -E 's/\[ -[a-z] "[^"]*" \]//g' "$1" | grep -nE '\$\{?(ROOT|root)\}?/[^/" ]+/[r]un"' |
@@ -52,7 +58,7 @@ lanes() {
     run gpu_uses "$ROOT/tests/regions.bats"
     [ "${#lines[@]}" -ge 1 ]
     # suites marked cpu, changed: a stage run that loses its --validate (peers), the runs that lose
-    # their reason (regions_cpu), a test that reads a GPU suite's run (chapters)
+    # their reason (regions_cpu, sanitize_cpu), a test that reads a GPU suite's run (chapters)
     sed 's/ --validate / /' "$ROOT/tests/peers.bats" > "$BATS_TEST_TMPDIR/peers.bats"
     run gpu_uses "$BATS_TEST_TMPDIR/peers.bats"
     echo "$output"
@@ -63,6 +69,11 @@ lanes() {
     echo "$output"
     [ "${#lines[@]}" -eq "$(grep -c '# no context: ' "$ROOT/tests/regions_cpu.bats")" ]
     [ "${#lines[@]}" -ge 1 ]
+    # the sanitizer's lines without their reasons (sanitize_cpu): each one found again
+    sed 's/ *# no context: .*//' "$ROOT/tests/sanitize_cpu.bats" > "$BATS_TEST_TMPDIR/sanitize_cpu.bats"
+    run gpu_uses "$BATS_TEST_TMPDIR/sanitize_cpu.bats"
+    [ "${#lines[@]}" -eq "$(grep -c '# no context: ' "$ROOT/tests/sanitize_cpu.bats")" ]
+    [ "${#lines[@]}" -ge 10 ]
     { cat "$ROOT/tests/chapters.bats"; grep -m 1 '^ *[s]tage_result ' "$ROOT/tests/05_flash.bats"; } > "$BATS_TEST_TMPDIR/chapters.bats"
     run gpu_uses "$BATS_TEST_TMPDIR/chapters.bats"
     echo "$output"
