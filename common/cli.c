@@ -55,14 +55,27 @@ static void supported_head_dims(const attn_stage *stage, char *buf, size_t len)
     }
 }
 
+/* The stage's regions build (common/regions.cuh), linked only into the stages that have one: weak,
+ * so its address is NULL in the others (as in common/run.c). */
+extern const attn_regions_build attn_regions_build_def __attribute__((weak));
+
 void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
 {
+    /* --regions only where the stage has a regions build (the others refuse it) */
+    const int has_regions = &attn_regions_build_def != NULL;
+    char regions_help[512] = "";
+    if (has_regions)
+        snprintf(regions_help, sizeof regions_help,
+                 "  --regions [N]     one more forward with the region markers compiled in: the\n"
+                 "                    regions of SMs 0..N-1 (default %d) as trace tracks and a\n"
+                 "                    summary; the build is checked like the kernel\n",
+                 CLI_REGIONS_DEFAULT);
     char dims[512];
     supported_head_dims(stage, dims, sizeof dims);
     fprintf(out,
             "usage: %s [--batch B] [--heads H] [--seq S] [--head-dim D] [--warmup N] [--steps N]\n"
             "       [--seed N] [--check-rows N|all] [--trace PATH|none] [--poison-q ROW] [--no-counters] [--quiet]\n"
-            "       [--no-timeline] [--timeline-interval NS] [--regions [N]] [--validate] [--help]%s%s\n"
+            "       [--no-timeline] [--timeline-interval NS] %s[--validate] [--help]%s%s\n"
             "       %s --cases FILE\n"
             "\n"
             "%s: %s\n"
@@ -93,9 +106,7 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "                    checked without the device) and the trace path, then exit: 0 and\n"
             "                    nothing printed, or 2 and the one line a run would print; no device\n"
             "                    is looked for (make compare, make sanitize and bench/ ask this)\n"
-            "  --regions [N]     one more forward with the region markers compiled in (stages with a\n"
-            "                    regions build: 04, 05, 07): the regions of SMs 0..N-1 (default %d)\n"
-            "                    as trace tracks and a summary; the build is checked like the kernel\n"
+            "%s"
             "%s%s"
             "  --cases FILE      the test suites' mode, the only flag when given: each line of FILE\n"
             "                    one run (OUT, a tab, its flags tab-separated), all in this one\n"
@@ -119,8 +130,8 @@ void cli_usage(FILE *out, const char *prog, const attn_stage *stage)
             "one too) prints one line and exits 2, before the device is looked for.\n"
             "An ATTN_* name no stage reads (a typo) exits 2 too, naming the settings that exist;\n"
             "one that only other stages read prints a warning and is ignored.\n",
-            prog, stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",
-            prog, stage->name, stage->idea, dims, stage->name, CLI_REGIONS_DEFAULT,
+            prog, has_regions ? "[--regions [N]] " : "", stage->flag_help ? " " : "", stage->parse_flag && stage->flag_help ? "[stage flags]" : "",
+            prog, stage->name, stage->idea, dims, stage->name, regions_help,
             stage->flag_help ? stage->flag_help : "", stage->flag_help ? "\n" : "",
             stage->env_help ? stage->env_help : "", stage->env_help ? "\n" : "");
 }

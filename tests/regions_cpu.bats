@@ -240,3 +240,18 @@ setup() {
     [ -z "$output" ]
     [ "$stderr" = "regions_query.py: $BATS_TEST_TMPDIR/t.json: no kernel event of the regions pass (args \"regions pass\": 1)" ]
 }
+
+@test "--regions: --help offers it only where the stage has a regions build (04, 05, 07)" {
+    local s n
+    for s in 01_naive 02_inplace 03_math 04_efficient 05_flash 06_cudnn 07_hopper; do
+        [ -x "$ROOT/$s/run" ] || continue
+        run "$ROOT/$s/run" --help
+        [ "$status" -eq 0 ]
+        n=$(printf '%s\n' "$output" | grep -c -- '--regions \[N\]' || true)
+        echo "$s: $n"
+        case "$s" in
+            04_efficient | 05_flash | 07_hopper) [ "$n" -eq 2 ] ;;
+            *) [ "$n" -eq 0 ] ;;
+        esac
+    done
+}
