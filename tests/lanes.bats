@@ -91,7 +91,7 @@ lanes() {
     [ "$bad" -eq 0 ]
 }
 
-# with_gpu TEST_JOBS [FAIL]: tests/run_suites.sh where a (stand-in) GPU is present, with a stand-in
+# with_gpu TEST_JOBS [FAIL [TEST_TIMING]]: tests/run_suites.sh (TEST_TIMING 0 unless given) where a (stand-in) GPU is present, with a stand-in
 # bats that runs nothing: each call logs its suites on one line of $BATS_TEST_TMPDIR/calls and
 # prints one passing test named after them; it fails when one of them is tests/FAIL.bats. Sets
 # $status, $output and $lines (Bats' run).
@@ -109,7 +109,7 @@ EOF
     chmod +x "$bin/nvidia-smi" "$bin/bats"
     rm -f "$BATS_TEST_TMPDIR/calls"
     run env PATH="$bin:$PATH" CALLS="$BATS_TEST_TMPDIR/calls" TEST_JOBS="$1" FAIL="${2:-none}" \
-        bash "$ROOT/tests/run_suites.sh"
+        TEST_TIMING="${3:-0}" bash "$ROOT/tests/run_suites.sh"
 }
 
 @test "run_suites: with a GPU, one bats for the GPU suites in order, its TAP first; each cpu suite its own bats, TAP in the suites' order" {
@@ -144,4 +144,21 @@ EOF
     [ "$status" -eq 1 ]
     with_gpu 2 none
     [ "$status" -eq 0 ]
+}
+
+@test "run_suites: TEST_TIMING=1 gives each bats -T and, on stderr, each lane's seconds; other values exit 2" {
+    with_gpu 3 none 1
+    [ "$status" -eq 0 ]
+    # every bats call with -T first
+    [ "$(grep -vc '^-T tests/' "$BATS_TEST_TMPDIR/calls")" -eq 0 ]
+    run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" CALLS="$BATS_TEST_TMPDIR/calls" \
+        TEST_JOBS=3 TEST_TIMING=1 bash "$ROOT/tests/run_suites.sh"
+    [ "$status" -eq 0 ]
+    [[ "${stderr_lines[0]}" =~ ^time:\ GPU\ lane\ [0-9]+\.[0-9]\ s\ \([0-9]+\ suites\)$ ]]
+    [ "${#stderr_lines[@]}" -eq $((2 + $(lanes cpu | grep -c .))) ]
+    [[ "${stderr_lines[-1]}" =~ ^time:\ all\ [0-9]+\.[0-9]\ s$ ]]
+    [ "$(printf '%s\n' "${stderr_lines[@]:1:${#stderr_lines[@]}-2}" | grep -cE '^time: [a-z0-9_]+ [0-9]+\.[0-9] s$')" -eq "$(lanes cpu | grep -c .)" ]
+    run --separate-stderr env TEST_TIMING=yes bash "$ROOT/tests/run_suites.sh"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "TEST_TIMING=yes: expected 0 or 1" ]
 }

@@ -2,6 +2,9 @@
 # tests/run_suites.sh: make test's runner. Every Bats suite under tests/, TAP on stdout (bats
 # --tap), exit status 1 if a suite failed, else 0; tests/tap_summary.sh adds the closing line.
 # `bash tests/run_suites.sh --list` prints each suite's lane (cpu or gpu, below), runs nothing.
+# TEST_TIMING=1 (make test TEST_TIMING=1, or in the environment): each test's time on its TAP line
+# (bats -T), and at the end, on stderr, the wall seconds of the GPU lane and of each suite run in
+# the other lanes: where the time of a run on a GPU machine goes.
 #
 # The suites run in lanes, TEST_JOBS of them (default: the CPU count, at most 4); a lane takes
 # the next suite nobody has taken, the largest files first, and runs it as its own `bats --tap`.
@@ -47,6 +50,19 @@ elif ! [[ "$jobs" =~ ^[1-9][0-9]{0,3}$ ]] || [ "$jobs" -gt 1024 ]; then
     exit 2
 fi
 
+timing=${TEST_TIMING:-0}
+if [ "$timing" != 0 ] && [ "$timing" != 1 ]; then
+    echo "TEST_TIMING=$timing: expected 0 or 1" >&2
+    exit 2
+fi
+bats_flags=(--tap)
+[ "$timing" = 0 ] || bats_flags+=(-T)
+
+# seconds_since T0: the seconds from $EPOCHREALTIME T0 to now, to 0.1 s.
+seconds_since() {
+    awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
+}
+
 # The lanes' suites: with a GPU, those marked cpu (the GPU lane runs the others); without one, all.
 gpu_suites=()
 lane_suites=()
@@ -57,6 +73,7 @@ if [ -z "$(bash tests/need_gpu.sh 2>/dev/null)" ]; then
 else
     lane_suites=("${suites[@]}")
 fi
+start=$EPOCHREALTIME
 work=$(mktemp -d "${TMPDIR:-/tmp}/run_suites.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 # The queue: the lanes' suites by size, largest first; a lane takes the next one nobody has taken
@@ -69,13 +86,16 @@ lane() {
     for s in "${queue[@]}"; do
         name=$(basename "$s" .bats)
         mkdir "$work/claims/$name" 2>/dev/null || continue
-        bats --tap "$s" > "$work/$name.tap" 2>&1
+        local t0=$EPOCHREALTIME
+        bats "${bats_flags[@]}" "$s" > "$work/$name.tap" 2>&1
         echo $? > "$work/$name.status"
+        seconds_since "$t0" > "$work/$name.time"
     done
 }
 if [ "${#gpu_suites[@]}" -gt 0 ]; then
     # the GPU lane: first, its TAP straight to stdout; then whatever the queue still holds
-    { bats --tap "${gpu_suites[@]}"; echo $? > "$work/gpu.status"; lane; } &
+    { t0=$EPOCHREALTIME; bats "${bats_flags[@]}" "${gpu_suites[@]}"; echo $? > "$work/gpu.status"
+      seconds_since "$t0" > "$work/gpu.time"; lane; } &
     jobs=$((jobs - 1))
 fi
 [ "$jobs" -le "${#queue[@]}" ] || jobs=${#queue[@]}   # no more lanes than suites
@@ -88,4 +108,12 @@ for s in "${lane_suites[@]}"; do   # (in the suites' order, as tests/*.bats list
     cat "$work/$name.tap"
     [ "$(cat "$work/$name.status" 2>/dev/null)" = 0 ] || rc=1
 done
+if [ "$timing" = 1 ]; then
+    [ "${#gpu_suites[@]}" -eq 0 ] || echo "time: GPU lane $(cat "$work/gpu.time") s (${#gpu_suites[@]} suites)" >&2
+    for s in "${lane_suites[@]}"; do
+        name=$(basename "$s" .bats)
+        echo "time: $name $(cat "$work/$name.time" 2>/dev/null || echo -) s" >&2
+    done
+    echo "time: all $(seconds_since "$start") s" >&2
+fi
 exit "$rc"
