@@ -41,8 +41,8 @@
  * later (a CUDA error: exit 1) ends the process after writing its status, and the caller starts
  * a new process for the runs that have no OUT.status yet. A trailing CR of a line is dropped; a
  * NUL byte in a line is refused. The process's own errors (FILE unreadable, a line without OUT,
- * a status that cannot be written) print one line on its stderr and exit 2. Exit status: 0 when every line ran, whatever the
- * runs' own statuses.
+ * a status that cannot be written) print one line on its stderr and exit 2. Exit status: 0 when
+ * every line ran, whatever the runs' own statuses.
  */
 #include <errno.h>
 #include <fcntl.h>
