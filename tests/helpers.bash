@@ -421,7 +421,7 @@ cases_chunk() {
 # make hundreds of runs wait for each other; the runs of one process go one after another, each
 # checking its rows on every core.
 prerun() {
-    local c todo=() jobs per stage running=0 list dir
+    local c todo=() jobs per stage list dir
     gpu_ready || return 0
     for c in "$@"; do
         [ -e "$CASES_DIR/$(case_key "$c").status" ] || todo+=("$c")
@@ -439,16 +439,13 @@ prerun() {
         lean_line "$c" >> "$list"
         lines[$stage]=$(( ${lines[$stage]:-0} + 1 ))
     done
-    for list in "$dir"/*; do
-        stage=$(basename "$list"); stage=${stage%.*}
-        cases_chunk "$stage" "$list" &
-        running=$((running + 1))
-        if [ "$running" -ge "$jobs" ]; then
-            wait -n || true
-            running=$((running - 1))
-        fi
-    done
-    wait || true
+    run_parallel "$dir/logs" cases_list "$dir"/*
+}
+
+# cases_list LIST: cases_chunk of LIST, a list prerun wrote as DIR/STAGE.N (run_parallel's FUNC).
+cases_list() {
+    local stage; stage=$(basename "$1")
+    cases_chunk "${stage%.*}" "$1"
 }
 
 # prerun_suite: this suite's runs (tests/runs.bash), those not run yet (a setup_file's body).
