@@ -42,7 +42,8 @@ assert_one_kernel_run() {
 setup_file() { prerun_suite; }
 
 # small_case SEQ HEAD_DIM: batch 1, heads 2, every query row checked (small_flags, tests/runs.bash).
-small_case() {
+small_case() { quick small_checks "$@"; }
+small_checks() {
     # shellcheck disable=SC2046  # the run's words
     stage_result $(small_flags "$1" "$2")
     assert_one_kernel_run "$2"

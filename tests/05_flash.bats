@@ -38,7 +38,7 @@ assert_kernels() { assert_flash_kernels "$1"; }
 
 # shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; one kernel per step, no copy,
 # no extra bytes, a valid trace with the named kernel (assert_one_kernel_shape).
-shape_case() { assert_one_kernel_shape 05_flash "$@"; }
+shape_case() { quick assert_one_kernel_shape 05_flash "$@"; }
 
 @test "05_flash seq 1 head_dim 64: PASS, one kernel" { shape_case 2 3 1 64; }
 @test "05_flash seq 1 head_dim 128: PASS, one kernel" { shape_case 2 3 1 128; }

@@ -34,6 +34,9 @@ setup_file() { prerun_suite; }
 # query row; exact per-step count, workspace, memsets and kernel names.
 shape_case() {
     require_gpu
+    quick shape_checks "$@"
+}
+shape_checks() {
     local seq=$1 d=$2 per_step=$3 ws=$4
     stage_result 06_cudnn --batch 2 --heads 4 --seq "$seq" --head-dim "$d" --check-rows all
     echo "$output"

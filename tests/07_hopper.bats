@@ -44,7 +44,7 @@ assert_kernels() { assert_flash3_kernels "$1"; }
 
 # shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; one kernel per step, no copy,
 # no extra bytes, a valid trace with the named kernel (assert_one_kernel_shape).
-shape_case() { assert_one_kernel_shape 07_hopper "$@"; }
+shape_case() { quick assert_one_kernel_shape 07_hopper "$@"; }
 
 # seq around the tile edges (64-row warpgroups, 128-key tiles, 128- or 192-row query tiles): one
 # partial tile, a tile plus one row, 2 stages, an odd number of key tiles, 33 key tiles with a

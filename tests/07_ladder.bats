@@ -46,7 +46,8 @@ rung_result() {
 # no extra bytes; the repeat has the same o_hash as the first seq-1000 run (the kernel's reduction
 # order is fixed, so a missing wait or a stage released early shows as a difference). Every case
 # is checked and each failure listed. The o_hash is kept for the cross-rung test below.
-rung_case() {
+rung_case() { quick rung_checks "$@"; }
+rung_checks() {
     local r=$1 d=$2 c first="" this
     FAILS=()
     while read -r c; do

@@ -169,6 +169,46 @@ EOF
     [ "${lines[4]}" = "start --cases $D/list" ]
 }
 
+# prerun's lists: a stand-in for each of three stages (fake_stage's run, its starts logged) and a
+# GPU taken as ready; the lists are read back from the starts.
+fake_stages() {
+    local s
+    fake_stage
+    for s in 99_a 99_b 99_c; do
+        mkdir -p "$BATS_TEST_TMPDIR/root/$s"
+        cp "$BATS_TEST_TMPDIR/root/99_fake/run" "$BATS_TEST_TMPDIR/root/$s/run"
+    done
+}
+
+@test "cases: prerun makes no more lists than TEST_JOBS, a stage's lists even, every run with its status" {
+    fake_stages
+    gpu_ready() { true; }   # no context: the stages are stand-ins
+    local i cases=()
+    for i in $(seq 30); do cases+=("99_a --seq $i"); done
+    for i in $(seq 5); do cases+=("99_b --seq $i"); done
+    cases+=("99_c --seq 1")
+    CASES_DIR="$D/cases" ROOT="$BATS_TEST_TMPDIR/root" TEST_JOBS=4 prerun "${cases[@]}"   # no context: stand-ins
+    # 36 runs, 4 jobs: 9 a list would make 4 + 1 + 1 lists; 15 makes 2 + 1 + 1
+    [ "$(find "$D/cases" -name '*.status' -path '*/cases/99_*' | wc -l)" -eq 36 ]
+    [ "$(ls "$D"/cases/lists.*/ | grep -cE '^99_[a-z]\.[0-9]+$')" -eq 4 ]
+    [ "$(grep -c . "$D"/cases/lists.*/99_a.0)" -eq 15 ]
+    [ "$(grep -c . "$D"/cases/lists.*/99_a.1)" -eq 15 ]
+    [ "$(grep -c . "$D"/cases/lists.*/99_b.0)" -eq 5 ]
+    [ "$(cat "$BATS_TEST_TMPDIR/root/99_a/starts" | wc -l)" -eq 2 ]
+    # the runs dealt in turn: seq 1 and 3 in the first list, seq 2 in the second
+    grep -q -- "--seq"$'\t'"3$" "$D"/cases/lists.*/99_a.0
+    grep -q -- "--seq"$'\t'"2$" "$D"/cases/lists.*/99_a.1
+}
+
+@test "cases: prerun with fewer jobs than stages makes one list per stage (and ends)" {
+    fake_stages
+    gpu_ready() { true; }   # no context: the stages are stand-ins
+    CASES_DIR="$D/cases" ROOT="$BATS_TEST_TMPDIR/root" TEST_JOBS=1 \
+        timeout 60 bash -c "$(declare -f); prerun '99_a --seq 1' '99_a --seq 2' '99_b --seq 1' '99_c --seq 1' '99_c --seq 2'"   # no context: stand-ins
+    [ "$(ls "$D"/cases/lists.*/ | grep -cE '^99_[a-z]\.[0-9]+$')" -eq 3 ]
+    [ "$(find "$D/cases" -name '*.status' -path '*/cases/99_*' | wc -l)" -eq 5 ]
+}
+
 @test "cases: --help anywhere beside --cases prints the usage and exits 0, as with any flag" {
     run "$ROOT/04_efficient/run" --cases "$D/none" --help   # no context: --help
     [ "$status" -eq 0 ]
@@ -225,4 +265,58 @@ EOF
     # the crash ran alone with its three flags, the empty one kept
     run grep -c '^start crash  x$' "$BATS_TEST_TMPDIR/root/99_fake/starts"
     [ "$output" = 1 ]
+}
+
+# quick's stand-ins, in a file of their own (line 3: the failing check): a check that fails at
+# its second command; one that passes and sets a variable; one whose $(...) holds a failing grep.
+quick_checks() {
+    cat > "$BATS_TEST_TMPDIR/checks.bash" <<'EOF'
+second_fails() {
+    [ 1 -eq 1 ]
+    [ "$(field check)" = PASS ]
+    echo "not reached"
+}
+passes() {
+    QUICK_SET=1
+    [ "$(field check)" = PASS ]
+}
+count_zero() {
+    [ "$(printf 'a\n' | grep -cv a)" -eq 0 ]
+}
+EOF
+}
+
+# in_bash OUTPUT COMMAND: COMMAND in a bash of its own with helpers.bash and the stand-ins
+# sourced and $output set to OUTPUT (Bats' run; a failing quick there fails nothing here).
+in_bash() {
+    run bash -c 'bats_require_minimum_version() { :; }; BATS_TEST_DIRNAME=$1/tests
+        source "$1/tests/helpers.bash"; source "$2"; output=$3; eval "$4"' _ \
+        "$ROOT" "$BATS_TEST_TMPDIR/checks.bash" "$1" "$2"
+}
+
+@test "quick: a check in its subshell passes or fails as in the test; a failure names its command and line" {
+    quick_checks
+    in_bash "result stage=x check=FAIL" "quick second_fails"
+    [ "$status" -eq 1 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [ "${lines[0]}" = 'failed: [ "$(field check)" = PASS ] (checks.bash, line 3)' ]
+    in_bash "result stage=x check=PASS" 'QUICK_SET=0; quick passes; echo "QUICK_SET=$QUICK_SET"'
+    [ "$status" -eq 0 ]
+    [ "$output" = "QUICK_SET=0" ]
+    # a command that fails inside $(...) (grep -c counting 0) is no failure, as in a test
+    in_bash "" "quick count_zero"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    # where set -e is ignored: refused, even for a check that would pass
+    in_bash "result stage=x check=PASS" 'quick passes || echo "refused: $?"'
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "quick passes: called where bash ignores set -e (if, ||, &&, !, run): its checks would not stop it" ]
+    [ "${lines[1]}" = "refused: 1" ]
+}
+
+@test "untraced: in \$(...) Bats' DEBUG trap goes, in the test it stays" {
+    [ -n "$(trap -p DEBUG)" ]
+    [ -z "$(untraced; trap -p DEBUG)" ]
+    untraced
+    [ -n "$(trap -p DEBUG)" ]
 }

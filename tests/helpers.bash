@@ -60,9 +60,20 @@ gpu_ready() {
     [ -z "$(gpu_reason)" ]
 }
 
-# gpu_cc: the compute capability of GPU 0 ("9.0"), or "" without a GPU.
+# gpu_cc: the compute capability of GPU 0 ("9.0"), or "" without a GPU; asked once per bats run
+# (every test of the 07 suites asks), the answer kept in $BATS_RUN_TMPDIR.
 gpu_cc() {
-    nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
+    local cache=${BATS_RUN_TMPDIR:+$BATS_RUN_TMPDIR/gpu_cc} cc=""
+    if [ -z "$cache" ]; then
+        nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
+        return 0
+    fi
+    if [ ! -e "$cache" ]; then
+        nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' > "$cache.$$"
+        mv "$cache.$$" "$cache"
+    fi
+    read -r cc < "$cache" || true
+    printf '%s\n' "$cc"
 }
 
 # require_hopper: require_gpu, and skip (with the reason) where GPU 0 is not compute capability
@@ -115,8 +126,17 @@ run_stage_profiled() {
 # field KEY: the value of KEY=... in the summary line (the last line of $output).
 # (No process is started: a suite asks for hundreds of fields.)
 field() {
+    untraced
     last_line_of "$output" 'result '
     line_field "$REPLY" "$1"
+}
+
+# untraced: in a command substitution, $(...), turns off Bats' DEBUG trap for the rest of it.
+# Bats records a stack trace before every command of a test (for the failing line's location),
+# which makes each command of the parsing helpers cost ten times its own time; a helper called
+# as $(helper ...) asserts nothing, and the trap of the test itself is left as it is.
+untraced() {
+    [ "$BASH_SUBSHELL" = 0 ] || trap - DEBUG
 }
 
 # last_line_of TEXT PREFIX: REPLY = the last line of TEXT that starts with PREFIX, or "". In bash
@@ -314,6 +334,7 @@ run_parallel() {
 
 # case_key CASE: the file name of a case's results (each space an underscore, each / a %).
 case_key() {
+    untraced
     local k=${1// /_}
     printf '%s\n' "${k//\//%}"
 }
@@ -337,6 +358,30 @@ load_case() {
 expect() {
     local what=$1; shift
     "$@" || FAILS+=("$what")
+}
+
+# quick FUNC ARGS...: FUNC ARGS as an assertion, in a subshell without Bats' per-command trace
+# (see untraced): for the helpers that check many cases or fields, where the trace would cost
+# more than the checks. As in a test (set -e), the first failing command fails it; that command
+# and its file and line are printed, since Bats' own report then names only the quick line.
+# Variables FUNC sets stay in the subshell. A command of its own: where bash ignores set -e
+# (after if, ||, && or !, in Bats' run) no check would stop it, so quick refuses to run there.
+quick() {
+    local ignored
+    ignored=$( (set -e; false; echo yes); true )   # (not in the if: its condition ignores set -e)
+    if [ -n "$ignored" ]; then
+        echo "quick $1: called where bash ignores set -e (if, ||, &&, !, run): its checks would not stop it"
+        return 1
+    fi
+    (
+        trap - DEBUG
+        # (the trap fires in $(...) too, where a failing command is no failure: reported at the
+        # subshell's own level only, and on stderr, which $(...) does not take)
+        quick_level=$BASH_SUBSHELL
+        trap '[ "$BASH_SUBSHELL" != "$quick_level" ] || echo "failed: $BASH_COMMAND (${BASH_SOURCE[0]##*/}, line $LINENO)" >&2' ERR
+        set -eE
+        "$@"
+    )
 }
 
 # report_fails: fails the test, listing every entry of FAILS, if there is one.
@@ -415,37 +460,70 @@ cases_chunk() {
 }
 
 # prerun CASE...: every case not run yet, where a GPU can run them (else nothing): grouped by
-# stage into lists of about (cases / test_jobs) lines, each list one process (cases_chunk), up to
-# test_jobs processes at once. Each process creates one CUDA context: the driver creates contexts
-# one at a time across processes (a fraction of a second each), so one process per run would
-# make hundreds of runs wait for each other; the runs of one process go one after another, each
-# checking its rows on every core.
+# stage into lists, each list one process (cases_chunk), up to test_jobs processes at once. Each
+# process creates one CUDA context: the driver creates contexts one at a time across processes
+# (a fraction of a second each), so one process per run would make hundreds of runs wait for
+# each other; the runs of one process go one after another, each checking its rows on every
+# core. The lists: the least work per list (at least 4 runs' worth, run_cost) that makes no more
+# lists than test_jobs, so that none waits for another to end; a stage's runs dealt out in turn
+# among its lists, so that its lists come out even (neighbouring runs are often alike in cost).
 prerun() {
-    local c todo=() jobs per stage list dir
+    local c todo=() jobs per n most stage dir
     gpu_ready || return 0
     for c in "$@"; do
         [ -e "$CASES_DIR/$(case_key "$c").status" ] || todo+=("$c")
     done
     [ "${#todo[@]}" -gt 0 ] || return 0
     jobs=$(test_jobs) || return 2
-    per=$(( (${#todo[@]} + jobs - 1) / jobs ))
-    [ "$per" -ge 4 ] || per=4
-    mkdir -p "$CASES_DIR"
-    dir=$(mktemp -d "$CASES_DIR/lists.XXXXXX") || return 1
-    declare -A lines=()
+    declare -A cost=() lists=() dealt=()
+    n=0
     for c in "${todo[@]}"; do
         stage=${c%% *}
-        list="$dir/$stage.$(( ${lines[$stage]:-0} / per ))"
-        lean_line "$c" >> "$list"
-        lines[$stage]=$(( ${lines[$stage]:-0} + 1 ))
+        run_cost "$stage"
+        cost[$stage]=$(( ${cost[$stage]:-0} + REPLY ))
+        n=$(( n + REPLY ))
+    done
+    per=$(( (n + jobs - 1) / jobs ))
+    [ "$per" -ge 8 ] || per=8
+    while :; do   # (with more stages than jobs: one list per stage at most)
+        n=0 most=0
+        for stage in "${!cost[@]}"; do
+            n=$(( n + (cost[$stage] + per - 1) / per ))
+            [ "${cost[$stage]}" -le "$most" ] || most=${cost[$stage]}
+        done
+        [ "$n" -gt "$jobs" ] && [ "$per" -lt "$most" ] || break
+        per=$(( per + 1 ))
+    done
+    for stage in "${!cost[@]}"; do lists[$stage]=$(( (cost[$stage] + per - 1) / per )); done
+    mkdir -p "$CASES_DIR"
+    dir=$(mktemp -d "$CASES_DIR/lists.XXXXXX") || return 1
+    for c in "${todo[@]}"; do
+        stage=${c%% *}
+        lean_line "$c" >> "$dir/$stage.$(( ${dealt[$stage]:-0} % lists[$stage] ))"
+        dealt[$stage]=$(( ${dealt[$stage]:-0} + 1 ))
     done
     run_parallel "$dir/logs" cases_list "$dir"/*
 }
 
+# run_cost STAGE: REPLY = what one lean run of STAGE costs, in units of about 0.17 s of an H200
+# run (measured per list with make test TEST_TIMING=1): 3 for 06_cudnn, whose every run builds
+# its cuDNN plan, 2 for the others.
+run_cost() {
+    case "$1" in
+        06_cudnn) REPLY=3 ;;
+        *) REPLY=2 ;;
+    esac
+}
+
 # cases_list LIST: cases_chunk of LIST, a list prerun wrote as DIR/STAGE.N (run_parallel's FUNC).
 cases_list() {
-    local stage; stage=$(basename "$1")
+    local stage t0=$EPOCHREALTIME lines=()
+    stage=$(basename "$1")
+    mapfile -t lines < "$1"   # (for TEST_TIMING; cases_chunk rewrites LIST when it restarts)
     cases_chunk "${stage%.*}" "$1"
+    [ -z "${TEST_TIMING_DIR:-}" ] ||
+        awk -v a="$t0" -v b="$EPOCHREALTIME" -v n="${#lines[@]}" -v s="$stage" \
+            'BEGIN { printf "%.1f s %s (%d runs)\n", b - a, s, n }' >> "$TEST_TIMING_DIR/setup.lists"
 }
 
 # prerun_suite: this suite's runs (tests/runs.bash), those not run yet (a setup_file's body).

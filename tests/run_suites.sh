@@ -94,7 +94,12 @@ lane() {
 }
 if [ "${#gpu_suites[@]}" -gt 0 ]; then
     # the GPU lane: first, its TAP straight to stdout; then whatever the queue still holds
-    { t0=$EPOCHREALTIME; bats "${bats_flags[@]}" "${gpu_suites[@]}"; echo $? > "$work/gpu.status"
+    # (with TEST_TIMING=1, tests/setup_suite.bash leaves its set-up's seconds in TEST_TIMING_DIR)
+    timing_dir=""
+    [ "$timing" = 0 ] || { timing_dir=$work/timing; mkdir -p "$timing_dir"; }
+    { t0=$EPOCHREALTIME
+      TEST_TIMING_DIR=$timing_dir bats "${bats_flags[@]}" "${gpu_suites[@]}"
+      echo $? > "$work/gpu.status"
       seconds_since "$t0" > "$work/gpu.time"; lane; } &
     jobs=$((jobs - 1))
 fi
@@ -109,7 +114,12 @@ for s in "${lane_suites[@]}"; do   # (in the suites' order, as tests/*.bats list
     [ "$(cat "$work/$name.status" 2>/dev/null)" = 0 ] || rc=1
 done
 if [ "$timing" = 1 ]; then
-    [ "${#gpu_suites[@]}" -eq 0 ] || echo "time: GPU lane $(cat "$work/gpu.time") s (${#gpu_suites[@]} suites)" >&2
+    if [ "${#gpu_suites[@]}" -gt 0 ]; then
+        echo "time: GPU lane $(cat "$work/gpu.time") s (${#gpu_suites[@]} suites)" >&2
+        # tests/setup_suite.bash's lean runs ahead of the first test, and each of its lists
+        [ ! -s "$work/timing/setup" ] || echo "time: GPU lane set-up $(cat "$work/timing/setup")" >&2
+        [ ! -s "$work/timing/setup.lists" ] || sort -rn "$work/timing/setup.lists" | sed 's/^/time:   list /' >&2
+    fi
     for s in "${lane_suites[@]}"; do
         name=$(basename "$s" .bats)
         echo "time: $name $(cat "$work/$name.time" 2>/dev/null || echo -) s" >&2

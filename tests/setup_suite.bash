@@ -31,5 +31,10 @@ setup_suite() {
     # a bad TEST_JOBS is each suite's own error (prerun_suite says it); the suites go on
     [ "${#cases[@]}" -gt 0 ] || return 0
     gpu_ready || return 0
+    local t0=$EPOCHREALTIME
     prerun "${cases[@]}" || true
+    # make test TEST_TIMING=1 (tests/run_suites.sh): the set-up's seconds, for its summary
+    [ -z "${TEST_TIMING_DIR:-}" ] ||
+        awk -v a="$t0" -v b="$EPOCHREALTIME" -v n="${#cases[@]}" \
+            'BEGIN { printf "%.1f s, %d runs\n", b - a, n }' > "$TEST_TIMING_DIR/setup"
 }

@@ -44,7 +44,8 @@ check_case() {
 }
 
 # stage_cases STAGE: every case of STAGE checked; the test fails listing each failed case.
-stage_cases() {
+stage_cases() { quick stage_checks "$@"; }
+stage_checks() {
     local c
     FAILS=()
     while read -r c; do
