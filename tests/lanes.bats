@@ -111,6 +111,11 @@ with_gpu() {
 #!/bin/sh
 shift   # --tap
 echo "$*" >> "$CALLS"
+# with SETUP_TIMES=1, what tests/setup_suite.bash leaves in TEST_TIMING_DIR when it is set
+if [ "${SETUP_TIMES:-0}" = 1 ] && [ -n "${TEST_TIMING_DIR:-}" ]; then
+    echo "2.5 s, 3 runs" > "$TEST_TIMING_DIR/setup"
+    printf '%s\n' "1.0 s 05_flash.0 (2 runs)" "2.0 s 07_hopper.0 (1 runs)" >> "$TEST_TIMING_DIR/setup.lists"
+fi
 printf '1..1\nok 1 %s\n' "$*"
 case " $* " in *" tests/$FAIL.bats "*) exit 1 ;; esac
 EOF
@@ -169,4 +174,22 @@ EOF
     run --separate-stderr env TEST_TIMING=yes bash "$ROOT/tests/run_suites.sh"
     [ "$status" -eq 2 ]
     [ "$stderr" = "TEST_TIMING=yes: expected 0 or 1" ]
+}
+
+@test "run_suites: TEST_TIMING=1 with a GPU: the set-up's seconds after the GPU lane's, its lists longest first; the GPU lane alone gets TEST_TIMING_DIR" {
+    with_gpu 3 none 1
+    run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" CALLS="$BATS_TEST_TMPDIR/calls" \
+        TEST_JOBS=3 TEST_TIMING=1 SETUP_TIMES=1 bash "$ROOT/tests/run_suites.sh"
+    printf '%s\n' "${stderr_lines[@]}"
+    [ "$status" -eq 0 ]
+    [[ "${stderr_lines[0]}" =~ ^time:\ GPU\ lane\ [0-9]+\.[0-9]\ s ]]
+    [ "${stderr_lines[1]}" = "time: GPU lane set-up 2.5 s, 3 runs" ]
+    [ "${stderr_lines[2]}" = "time:   list 2.0 s 07_hopper.0 (1 runs)" ]
+    [ "${stderr_lines[3]}" = "time:   list 1.0 s 05_flash.0 (2 runs)" ]
+    [ "$(printf '%s\n' "${stderr_lines[@]}" | grep -c '^time:   list ')" -eq 2 ]
+    # without TEST_TIMING: no set-up lines, nothing on stderr
+    run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" CALLS="$BATS_TEST_TMPDIR/calls" \
+        TEST_JOBS=3 TEST_TIMING=0 SETUP_TIMES=1 bash "$ROOT/tests/run_suites.sh"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
 }

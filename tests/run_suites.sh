@@ -3,8 +3,9 @@
 # --tap), exit status 1 if a suite failed, else 0; tests/tap_summary.sh adds the closing line.
 # `bash tests/run_suites.sh --list` prints each suite's lane (cpu or gpu, below), runs nothing.
 # TEST_TIMING=1 (make test TEST_TIMING=1, or in the environment): each test's time on its TAP line
-# (bats -T), and at the end, on stderr, the wall seconds of the GPU lane and of each suite run in
-# the other lanes: where the time of a run on a GPU machine goes.
+# (bats -T), and at the end, on stderr, the wall seconds of the GPU lane, of its set-up (the lean
+# runs ahead of the first test, tests/setup_suite.bash, and each of their lists) and of each
+# suite run in the other lanes: where the time of a run on a GPU machine goes.
 #
 # The suites run in lanes, TEST_JOBS of them (default: the CPU count, at most 4); a lane takes
 # the next suite nobody has taken, the largest files first, and runs it as its own `bats --tap`.
