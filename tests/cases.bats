@@ -180,24 +180,41 @@ fake_stages() {
     done
 }
 
-@test "cases: prerun makes no more lists than TEST_JOBS, a stage's lists even, every run with its status" {
+@test "cases: prerun makes lists up to a quarter larger where that keeps them to TEST_JOBS; a stage's lists even; every run its status" {
     fake_stages
     gpu_ready() { true; }   # no context: the stages are stand-ins
-    local i cases=()
-    for i in $(seq 30); do cases+=("99_a --seq $i"); done
-    for i in $(seq 5); do cases+=("99_b --seq $i"); done
-    cases+=("99_c --seq 1")
-    CASES_DIR="$D/cases" ROOT="$BATS_TEST_TMPDIR/root" TEST_JOBS=4 prerun "${cases[@]}"   # no context: stand-ins
-    # 36 runs, 4 jobs: 9 a list would make 4 + 1 + 1 lists; 15 makes 2 + 1 + 1
-    [ "$(find "$D/cases" -name '*.status' -path '*/cases/99_*' | wc -l)" -eq 36 ]
-    [ "$(ls "$D"/cases/lists.*/ | grep -cE '^99_[a-z]\.[0-9]+$')" -eq 4 ]
-    [ "$(grep -c . "$D"/cases/lists.*/99_a.0)" -eq 15 ]
-    [ "$(grep -c . "$D"/cases/lists.*/99_a.1)" -eq 15 ]
-    [ "$(grep -c . "$D"/cases/lists.*/99_b.0)" -eq 5 ]
-    [ "$(cat "$BATS_TEST_TMPDIR/root/99_a/starts" | wc -l)" -eq 2 ]
-    # the runs dealt in turn: seq 1 and 3 in the first list, seq 2 in the second
-    grep -q -- "--seq"$'\t'"3$" "$D"/cases/lists.*/99_a.0
-    grep -q -- "--seq"$'\t'"2$" "$D"/cases/lists.*/99_a.1
+    local i cases=() L
+    for i in $(seq 36); do cases+=("99_a --seq $i"); done
+    for i in $(seq 4); do cases+=("99_b --seq $i"); done
+    # (a space in the cases' directory: the lists are passed by name)
+    CASES_DIR="$D/ca ses" ROOT="$BATS_TEST_TMPDIR/root" TEST_JOBS=4 prerun "${cases[@]}"   # no context: stand-ins
+    # 80 units (2 a run), 4 jobs: 20 a list would make 4 + 1 lists, 24 makes 3 + 1
+    [ "$(find "$D/ca ses" -name '*.status' -path '*/ca ses/99_*' | wc -l)" -eq 40 ]
+    L=$(echo "$D/ca ses"/lists.*)
+    [ "$(ls "$L" | grep -cE '^99_[a-z]\.[0-9]+$')" -eq 4 ]
+    [ "$(grep -c . "$L/99_a.0")" -eq 12 ]
+    [ "$(grep -c . "$L/99_a.1")" -eq 12 ]
+    [ "$(grep -c . "$L/99_a.2")" -eq 12 ]
+    [ "$(grep -c . "$L/99_b.0")" -eq 4 ]
+    [ "$(wc -l < "$BATS_TEST_TMPDIR/root/99_a/starts")" -eq 3 ]
+    # the runs dealt in turn: seq 1 and 4 in the first list, seq 2 in the second
+    grep -q -- "--seq"$'\t'"4$" "$L/99_a.0"
+    grep -q -- "--seq"$'\t'"2$" "$L/99_a.1"
+}
+
+@test "cases: prerun, where a quarter more would still make more lists than TEST_JOBS: the smaller lists" {
+    fake_stages
+    gpu_ready() { true; }   # no context: the stages are stand-ins
+    local i cases=() L
+    for i in $(seq 20); do cases+=("99_a --seq $i"); done
+    cases+=("99_b --seq 1" "99_b --seq 2" "99_c --seq 1")
+    CASES_DIR="$D/cases" ROOT="$BATS_TEST_TMPDIR/root" TEST_JOBS=2 prerun "${cases[@]}"   # no context: stand-ins
+    # 46 units, 2 jobs: 23 a list (2 + 1 + 1 lists); 28 would still make 4
+    [ "$(find "$D/cases" -name '*.status' -path '*/cases/99_*' | wc -l)" -eq 23 ]
+    L=$(echo "$D/cases"/lists.*)
+    [ "$(ls "$L" | grep -cE '^99_[a-z]\.[0-9]+$')" -eq 4 ]
+    [ "$(grep -c . "$L/99_a.0")" -eq 10 ]
+    [ "$(grep -c . "$L/99_a.1")" -eq 10 ]
 }
 
 @test "cases: prerun with fewer jobs than stages makes one list per stage (and ends)" {
@@ -283,13 +300,24 @@ passes() {
 count_zero() {
     [ "$(printf 'a\n' | grep -cv a)" -eq 0 ]
 }
+skips() {
+    skip "no reason here"
+    echo "after the skip"
+}
+errexit_off() {
+    set +e
+    false
+    set -e
+}
 EOF
 }
 
 # in_bash OUTPUT COMMAND: COMMAND in a bash of its own with helpers.bash and the stand-ins
-# sourced and $output set to OUTPUT (Bats' run; a failing quick there fails nothing here).
+# sourced, $output set to OUTPUT and a stand-in for Bats' skip (Bats' run; a failing quick there
+# fails nothing here).
 in_bash() {
     run bash -c 'bats_require_minimum_version() { :; }; BATS_TEST_DIRNAME=$1/tests
+        skip() { echo "skipped: ${1:-}"; }
         source "$1/tests/helpers.bash"; source "$2"; output=$3; eval "$4"' _ \
         "$ROOT" "$BATS_TEST_TMPDIR/checks.bash" "$1" "$2"
 }
@@ -307,6 +335,20 @@ in_bash() {
     in_bash "" "quick count_zero"
     [ "$status" -eq 0 ]
     [ -z "$output" ]
+    # a skip inside skips the test, after the subshell: nothing after it runs
+    in_bash "" "quick skips; echo 'after quick'"
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "skipped: no reason here" ]
+    [ "${lines[1]}" = "after quick" ]
+    [ "${#lines[@]}" -eq 2 ]
+    # a failing command where the function turned set -e off is no failure, and not reported
+    in_bash "" "quick errexit_off"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    # a function of a suite is named by the suite file, not by Bats' copy of it
+    in_bash "result stage=x check=FAIL" "BATS_TEST_SOURCE=$BATS_TEST_TMPDIR/checks.bash BATS_TEST_FILENAME=/x/07_ladder.bats; quick second_fails"
+    [ "$status" -eq 1 ]
+    [ "$output" = 'failed: [ "$(field check)" = PASS ] (07_ladder.bats, line 3)' ]
     # where set -e is ignored: refused, even for a check that would pass
     in_bash "result stage=x check=PASS" 'quick passes || echo "refused: $?"'
     [ "$status" -eq 0 ]

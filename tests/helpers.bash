@@ -69,8 +69,8 @@ gpu_cc() {
         return 0
     fi
     if [ ! -e "$cache" ]; then
-        nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' > "$cache.$$"
-        mv "$cache.$$" "$cache"
+        nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' > "$cache.$BASHPID"
+        mv "$cache.$BASHPID" "$cache"
     fi
     read -r cc < "$cache" || true
     printf '%s\n' "$cc"
@@ -361,27 +361,46 @@ expect() {
 }
 
 # quick FUNC ARGS...: FUNC ARGS as an assertion, in a subshell without Bats' per-command trace
-# (see untraced): for the helpers that check many cases or fields, where the trace would cost
+# (see untraced): for the functions that check many cases or fields, where the trace would cost
 # more than the checks. As in a test (set -e), the first failing command fails it; that command
-# and its file and line are printed, since Bats' own report then names only the quick line.
-# Variables FUNC sets stay in the subshell. A command of its own: where bash ignores set -e
-# (after if, ||, && or !, in Bats' run) no check would stop it, so quick refuses to run there.
+# and its file and line are printed, since Bats' own report then names only the quick line. A
+# skip in FUNC skips the test. Variables FUNC sets stay in the subshell. A command of its own:
+# where bash ignores set -e (after if, ||, && or !, in Bats' run) no check would stop it, so
+# quick refuses to run there.
 quick() {
-    local ignored
+    local ignored why rc skipped="${BATS_TEST_TMPDIR:-${TMPDIR:-/tmp}}/quick_skip.$BASHPID"
     ignored=$( (set -e; false; echo yes); true )   # (not in the if: its condition ignores set -e)
     if [ -n "$ignored" ]; then
         echo "quick $1: called where bash ignores set -e (if, ||, &&, !, run): its checks would not stop it"
         return 1
     fi
+    rm -f "$skipped"
     (
         trap - DEBUG
-        # (the trap fires in $(...) too, where a failing command is no failure: reported at the
-        # subshell's own level only, and on stderr, which $(...) does not take)
+        # (the trap fires in $(...) too, and where set -e is off, where a failing command is no
+        # failure: reported at the subshell's own level under set -e only, and on stderr, which
+        # $(...) does not take)
         quick_level=$BASH_SUBSHELL
-        trap '[ "$BASH_SUBSHELL" != "$quick_level" ] || echo "failed: $BASH_COMMAND (${BASH_SOURCE[0]##*/}, line $LINENO)" >&2' ERR
+        trap '[ "$BASH_SUBSHELL" != "$quick_level" ] || [[ $- != *e* ]] || quick_failed "$BASH_COMMAND" "${BASH_SOURCE[0]}" "$LINENO"' ERR
+        skip() { printf '%s' "${1:-}" > "$skipped"; exit 0; }   # (Bats' skip, after the subshell)
         set -eE
         "$@"
     )
+    rc=$?   # (under set -e, as in a test, a failure has ended quick already)
+    if [ -e "$skipped" ]; then
+        why=$(< "$skipped")
+        rm -f "$skipped"
+        skip ${why:+"$why"}
+    fi
+    return "$rc"
+}
+
+# quick_failed COMMAND FILE LINE: quick's line for a failing command, on stderr; a function of a
+# suite is in Bats' copy of the suite file (BATS_TEST_SOURCE), named by the suite's own name.
+quick_failed() {
+    local f=$2
+    [ -z "${BATS_TEST_SOURCE:-}" ] || [ "$f" != "$BATS_TEST_SOURCE" ] || f=$BATS_TEST_FILENAME
+    echo "failed: $1 (${f##*/}, line $3)" >&2
 }
 
 # report_fails: fails the test, listing every entry of FAILS, if there is one.
@@ -464,18 +483,19 @@ cases_chunk() {
 # process creates one CUDA context: the driver creates contexts one at a time across processes
 # (a fraction of a second each), so one process per run would make hundreds of runs wait for
 # each other; the runs of one process go one after another, each checking its rows on every
-# core. The lists: the least work per list (at least 4 runs' worth, run_cost) that makes no more
-# lists than test_jobs, so that none waits for another to end; a stage's runs dealt out in turn
-# among its lists, so that its lists come out even (neighbouring runs are often alike in cost).
+# core. The lists: about the work of all runs (run_cost) over test_jobs each, at least 4 runs'
+# worth, and up to a quarter more each where that makes no more lists than test_jobs (then none
+# waits for another to end); a stage's runs dealt out in turn among its lists, so that they come
+# out even (neighbouring runs are often alike in cost); the longest lists started first.
 prerun() {
-    local c todo=() jobs per n most stage dir
+    local c todo=() jobs per first n stage list dir names=()
     gpu_ready || return 0
     for c in "$@"; do
         [ -e "$CASES_DIR/$(case_key "$c").status" ] || todo+=("$c")
     done
     [ "${#todo[@]}" -gt 0 ] || return 0
     jobs=$(test_jobs) || return 2
-    declare -A cost=() lists=() dealt=()
+    declare -A cost=() lists=() dealt=() units=()
     n=0
     for c in "${todo[@]}"; do
         stage=${c%% *}
@@ -485,24 +505,28 @@ prerun() {
     done
     per=$(( (n + jobs - 1) / jobs ))
     [ "$per" -ge 8 ] || per=8
-    while :; do   # (with more stages than jobs: one list per stage at most)
-        n=0 most=0
-        for stage in "${!cost[@]}"; do
-            n=$(( n + (cost[$stage] + per - 1) / per ))
-            [ "${cost[$stage]}" -le "$most" ] || most=${cost[$stage]}
-        done
-        [ "$n" -gt "$jobs" ] && [ "$per" -lt "$most" ] || break
+    first=$per
+    while :; do
+        n=0
+        for stage in "${!cost[@]}"; do n=$(( n + (cost[$stage] + per - 1) / per )); done
+        [ "$n" -gt "$jobs" ] && [ $(( 4 * per )) -lt $(( 5 * first )) ] || break
         per=$(( per + 1 ))
     done
+    [ "$n" -le "$jobs" ] || per=$first   # (more lists than jobs either way: the smaller ones)
     for stage in "${!cost[@]}"; do lists[$stage]=$(( (cost[$stage] + per - 1) / per )); done
     mkdir -p "$CASES_DIR"
     dir=$(mktemp -d "$CASES_DIR/lists.XXXXXX") || return 1
     for c in "${todo[@]}"; do
         stage=${c%% *}
-        lean_line "$c" >> "$dir/$stage.$(( ${dealt[$stage]:-0} % lists[$stage] ))"
+        list=$stage.$(( ${dealt[$stage]:-0} % lists[$stage] ))
+        lean_line "$c" >> "$dir/$list"
+        run_cost "$stage"
+        units[$list]=$(( ${units[$list]:-0} + REPLY ))
         dealt[$stage]=$(( ${dealt[$stage]:-0} + 1 ))
     done
-    run_parallel "$dir/logs" cases_list "$dir"/*
+    mapfile -t names < <(for list in "${!units[@]}"; do echo "${units[$list]} $list"; done | sort -k1,1nr -k2 | cut -d' ' -f2)
+    # (the lists by name: run_parallel splits a case into words, and $dir may hold a space)
+    lists_dir=$dir run_parallel "$dir/logs" cases_list "${names[@]}"
 }
 
 # run_cost STAGE: REPLY = what one lean run of STAGE costs, in units of about 0.17 s of an H200
@@ -515,12 +539,12 @@ run_cost() {
     esac
 }
 
-# cases_list LIST: cases_chunk of LIST, a list prerun wrote as DIR/STAGE.N (run_parallel's FUNC).
+# cases_list NAME: cases_chunk of the list prerun wrote as $lists_dir/NAME, NAME = STAGE.N
+# (run_parallel's FUNC).
 cases_list() {
-    local stage t0=$EPOCHREALTIME lines=()
-    stage=$(basename "$1")
-    mapfile -t lines < "$1"   # (for TEST_TIMING; cases_chunk rewrites LIST when it restarts)
-    cases_chunk "${stage%.*}" "$1"
+    local stage=$1 t0=$EPOCHREALTIME lines=()
+    mapfile -t lines < "$lists_dir/$1"   # (for TEST_TIMING; cases_chunk rewrites it on a restart)
+    cases_chunk "${stage%.*}" "$lists_dir/$1"
     [ -z "${TEST_TIMING_DIR:-}" ] ||
         awk -v a="$t0" -v b="$EPOCHREALTIME" -v n="${#lines[@]}" -v s="$stage" \
             'BEGIN { printf "%.1f s %s (%d runs)\n", b - a, s, n }' >> "$TEST_TIMING_DIR/setup.lists"

@@ -15,10 +15,11 @@ load helpers
 # the patterns has a letter in brackets, so that no pattern matches its own line in this file.)
 gpu_uses() {
     local name; name=$(basename "$1" .bats)
-    # (a test's name is not code; a line may say why it starts no context, "# no context: WHY":
-    # stand-in stages)
-    grep -nE '\<([r]equire_gpu|[r]equire_hopper|[g]pu_ready|[g]pu_reason|[s]tage_result|[r]un_stage[a-z_]*|[l]ean_run|[p]rerun[a-z_]*|[f]ind_tool)\>' "$1" |
-        grep -vE '^[0-9]+:\s*(#|@test )' |
+    # (a test's name is not code, its one-line body is; a line may say why it starts no context,
+    # "# no context: WHY": stand-in stages)
+    sed -E 's/^(\s*@test\s+)"([^"\\]|\\.)*"/\1""/' "$1" |
+        grep -nE '\<([r]equire_gpu|[r]equire_hopper|[g]pu_ready|[g]pu_reason|[s]tage_result|[r]un_stage[a-z_]*|[l]ean_run|[p]rerun[a-z_]*|[f]ind_tool)\>' |
+        grep -vE '^[0-9]+:\s*#' |
         grep -vE -- '# [n]o context: [^ ]' || true
     # compute-sanitizer or sanitize.sh named in code (a test's name is not code), unless the line
     # says why no stage runs on the GPU there ("# no context: WHY": a stand-in sanitizer, input
@@ -81,7 +82,13 @@ lanes() {
     sed 's/ *# no context: .*//' "$ROOT/tests/cases.bats" > "$BATS_TEST_TMPDIR/cases.bats"
     run gpu_uses "$BATS_TEST_TMPDIR/cases.bats"
     echo "$output"
-    [ "$(printf '%s\n' "$output" | grep -cE '[p]rerun |[g]pu_ready\(\)')" -eq 4 ]
+    [ "$(printf '%s\n' "$output" | grep -cE '[p]rerun |[g]pu_ready\(\)')" -eq 6 ]
+    # a one-line test's body is code (its name is not)
+    printf '@test "x" { %s 05_flash --seq 7; }\n@test "a [p]rerun in a name" { true; }\n' '[s]tage_result' | tr -d '[]' > "$BATS_TEST_TMPDIR/one.bats"
+    run gpu_uses "$BATS_TEST_TMPDIR/one.bats"
+    echo "$output"
+    [ "${#lines[@]}" -eq 1 ]
+    [ "${lines[0]}" = "$(printf '1:@test "" { %s 05_flash --seq 7; }' '[s]tage_result' | tr -d '[]')" ]
     { cat "$ROOT/tests/chapters.bats"; grep -m 1 '^ *[s]tage_result ' "$ROOT/tests/05_flash.bats"; } > "$BATS_TEST_TMPDIR/chapters.bats"
     run gpu_uses "$BATS_TEST_TMPDIR/chapters.bats"
     echo "$output"
