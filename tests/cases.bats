@@ -362,3 +362,20 @@ in_bash() {
     untraced
     [ -n "$(trap -p DEBUG)" ]
 }
+
+@test "gpu_cc: nvidia-smi's compute capability, asked once per bats run and kept" {
+    local bin="$BATS_TEST_TMPDIR/bin" cache="$BATS_RUN_TMPDIR/gpu_cc"
+    mkdir -p "$bin"
+    printf '#!/bin/sh\necho "%s"\n' ' 9.0' > "$bin/nvidia-smi"
+    chmod +x "$bin/nvidia-smi"
+    local saved=""
+    [ ! -e "$cache" ] || saved=$(< "$cache")
+    rm -f "$cache"
+    [ "$(PATH="$bin:$PATH" gpu_cc)" = "9.0" ]
+    [ "$(< "$cache")" = "9.0" ]
+    # asked once: the answer kept, whatever nvidia-smi says next
+    printf '#!/bin/sh\necho 8.0\n' > "$bin/nvidia-smi"
+    [ "$(PATH="$bin:$PATH" gpu_cc)" = "9.0" ]
+    # (this bats run's own answer put back)
+    if [ -n "$saved" ]; then printf '%s\n' "$saved" > "$cache"; else rm -f "$cache"; fi
+}

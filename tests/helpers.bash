@@ -69,8 +69,8 @@ gpu_cc() {
         return 0
     fi
     if [ ! -e "$cache" ]; then
-        nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' > "$cache.$BASHPID"
-        mv "$cache.$BASHPID" "$cache"
+        nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' > "$cache.$$"
+        mv "$cache.$$" "$cache"
     fi
     read -r cc < "$cache" || true
     printf '%s\n' "$cc"
