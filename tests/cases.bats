@@ -186,6 +186,7 @@ fake_stages() {
     local i cases=() L
     for i in $(seq 36); do cases+=("99_a --seq $i"); done
     for i in $(seq 4); do cases+=("99_b --seq $i"); done
+    cases+=("99_a --seq 5")   # (listed twice: run once)
     # (a space in the cases' directory: the lists are passed by name)
     CASES_DIR="$D/ca ses" ROOT="$BATS_TEST_TMPDIR/root" TEST_JOBS=4 prerun "${cases[@]}"   # no context: stand-ins
     # 80 units (2 a run), 4 jobs: 20 a list would make 4 + 1 lists, 24 makes 3 + 1
@@ -196,6 +197,7 @@ fake_stages() {
     [ "$(grep -c . "$L/99_a.1")" -eq 12 ]
     [ "$(grep -c . "$L/99_a.2")" -eq 12 ]
     [ "$(grep -c . "$L/99_b.0")" -eq 4 ]
+    [ "$(cat "$L/99_a.0" "$L/99_a.1" "$L/99_a.2" | grep -c -- "--seq"$'\t'"5$")" -eq 1 ]
     [ "$(wc -l < "$BATS_TEST_TMPDIR/root/99_a/starts")" -eq 3 ]
     # the runs dealt in turn: seq 1 and 4 in the first list, seq 2 in the second
     grep -q -- "--seq"$'\t'"4$" "$L/99_a.0"

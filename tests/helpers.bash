@@ -6,8 +6,9 @@ if [[ "$BATS_TEST_DIRNAME" == /?*/tests && "$BATS_TEST_DIRNAME" != *//* && "$BAT
 else
     ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 fi
-# run --separate-stderr and run's other flags (Bats 1.5).
-bats_require_minimum_version 1.5.0
+# Bats 1.8 or later: run --separate-stderr and its other flags, and setup_suite beside the suites
+# as tests/setup_suite.bash uses it.
+bats_require_minimum_version 1.8.0
 
 # python3 on PATH may be a version manager's shim (pyenv's is a bash script that starts the
 # interpreter: each start costs a shell and a lookup more), and the suites start python3 hundreds
@@ -490,12 +491,15 @@ cases_chunk() {
 prerun() {
     local c todo=() jobs per first n stage list dir names=()
     gpu_ready || return 0
+    declare -A cost=() lists=() dealt=() units=() seen=()
     for c in "$@"; do
+        # (a case two suites list runs once: two lists would write the same files at once)
+        [ -z "${seen[$c]:-}" ] || continue
+        seen[$c]=1
         [ -e "$CASES_DIR/$(case_key "$c").status" ] || todo+=("$c")
     done
     [ "${#todo[@]}" -gt 0 ] || return 0
     jobs=$(test_jobs) || return 2
-    declare -A cost=() lists=() dealt=() units=()
     n=0
     for c in "${todo[@]}"; do
         stage=${c%% *}

@@ -4,7 +4,7 @@
 # cannot hold its files, a summary file it cannot read or whose shape is not BxHxSxD. Each is one
 # line on stderr ("ladder: ..."), exit 2, no traceback, nothing written. And every rung through
 # ptxas with the CI flags (the end of this file).
-bats_require_minimum_version 1.5.0
+bats_require_minimum_version 1.8.0
 load helpers
 
 DATA="$ROOT/tests/data/ladder_summary.txt"

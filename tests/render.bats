@@ -2,7 +2,7 @@
 # lane: cpu (no test here starts a CUDA context)
 # CPU-only: bench/render.py renders every number table of the course (README.md, the chapters,
 # docs/*.md) from docs/h200/results.txt; --check fails when a rendered table differs from it.
-bats_require_minimum_version 1.5.0
+bats_require_minimum_version 1.8.0
 load helpers
 
 # copy_course DIR: the Markdown pages and the results file, as render.py finds them under a root.

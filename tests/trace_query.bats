@@ -4,7 +4,7 @@
 # shape (a JSON object; traceEvents a list of objects; schemaVersion, deviceProperties) and fails,
 # exit 1 with one line, on anything else; so does every other query. The reference traces of
 # docs/h200/ are valid.
-bats_require_minimum_version 1.5.0
+bats_require_minimum_version 1.8.0
 load helpers
 
 # trace FILE JSON: FILE holds JSON.
