@@ -167,7 +167,10 @@ $(FLASH3_ORDER): tests/unit/flash3_order.cu $(FLAGS_STAMP) $(CU_HEADERS)
 # "N passed, N failed, N skipped" (tests/tap_summary.sh); the status is bats' own. On a GPU the
 # suites that use it run one after another, in one bats, beside the CPU-only ones (marked "# lane:
 # cpu"); without one, several at a time (tests/run_suites.sh).
-test: all
+# TEST_JOBS and TEST_TIMING are checked first (tests/run_suites.sh --check), then the build.
+test:
+	$(call REFUSE,test,$(TEST_BAD))
+	@$(MAKE) --no-print-directory all
 	bash -c 'set -o pipefail; bash tests/run_suites.sh | bash tests/tap_summary.sh'
 
 clean:
@@ -190,6 +193,7 @@ CMDLINE_ENV    = $(foreach v,$(1),$(if $(filter command line,$(origin $(v))),$(v
 SANITIZE_VARS  := SANITIZER SANITIZE_SHAPES SANITIZE_TOOLS SANITIZE_STAGES SANITIZE_LOGS SANITIZER_FLAGS \
                   RACECHECK_EXCLUDE SYNCCHECK_EXCLUDE INITCHECK_EXCLUDE SANITIZE_CUDA_BARRIERS SANITIZE_TIMEOUT
 COMPARE_BAD    = $(shell $(call CMDLINE_ENV,ATTN_SANITIZE) python3 bench/compare.py preflight $(SHAPE_ARG) 2>&1)
+TEST_BAD       = $(shell $(call CMDLINE_ENV,TEST_JOBS TEST_TIMING) bash tests/run_suites.sh --check 2>&1)
 SANITIZE_BAD   = $(shell $(call CMDLINE_ENV,$(SANITIZE_VARS)) CUDA_HOME='$(subst ','\'',$(CUDA_HOME))' \
                    bash tests/sanitize.sh --preflight 2>&1)
 # $(call REFUSE,TARGET,REASON): stop with "make TARGET: REASON" when REASON is not empty. The

@@ -846,6 +846,23 @@ arch_for() {
     [ -z "$(find "$b" -name '*.o' 2>/dev/null)" ]
 }
 
+@test "make test TEST_JOBS=0 or TEST_TIMING=2 is refused before anything is compiled: one line (make's own), exit 2" {
+    b="$BATS_TEST_TMPDIR/build"
+    run --separate-stderr make -s -C "$ROOT" --no-print-directory test TEST_JOBS=0 BUILD="$b"
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "Makefile:"*": *** make test: TEST_JOBS=0: expected a whole number from 1 to 1024.  Stop." ]]
+    run --separate-stderr env TEST_TIMING=2 make -s -C "$ROOT" --no-print-directory test BUILD="$b"
+    [ "$status" -eq 2 ]
+    [[ "$stderr" == "Makefile:"*": *** make test: TEST_TIMING=2: expected 0 or 1.  Stop." ]]
+    [ -z "$(find "$b" -name '*.o' 2>/dev/null)" ]
+    # the check alone: nothing printed, exit 0, for good settings
+    run env TEST_JOBS=3 TEST_TIMING=1 bash "$ROOT/tests/run_suites.sh" --check
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+}
+
 # ---- reference attention and the generator (CPU only) ---------------------------------------
 # num_lt A B: exit 0 when A < B, both decimal numbers (num_le's form); anything else fails.
 num_lt() { num_le "$1" "$2" && ! num_le "$2" "$1"; }

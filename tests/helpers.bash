@@ -364,10 +364,12 @@ expect() {
 # quick FUNC ARGS...: FUNC ARGS as an assertion, in a subshell without Bats' per-command trace
 # (see untraced): for the functions that check many cases or fields, where the trace would cost
 # more than the checks. As in a test (set -e), the first failing command fails it; that command
-# and its file and line are printed, since Bats' own report then names only the quick line. A
-# skip in FUNC skips the test. Variables FUNC sets stay in the subshell. A command of its own:
-# where bash ignores set -e (after if, ||, && or !, in Bats' run) no check would stop it, so
-# quick refuses to run there.
+# and its file and line are printed, since Bats' own report then names the quick call, not the
+# check. (To list every failing case instead, FUNC collects them with expect and ends with
+# report_fails, as rung_checks does.) A skip in FUNC skips the test. Variables FUNC sets stay in
+# the subshell. A command of its own: where bash ignores set -e (after if, ||, && or !, in Bats'
+# run) no check would stop it, so quick refuses to run there; nor in a pipeline, whose status
+# is its last command's.
 quick() {
     local ignored why rc skipped="${BATS_TEST_TMPDIR:-${TMPDIR:-/tmp}}/quick_skip.$BASHPID"
     ignored=$( (set -e; false; echo yes); true )   # (not in the if: its condition ignores set -e)

@@ -200,3 +200,14 @@ EOF
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
 }
+
+@test "run_suites: an unknown argument, or a second one: one line on stderr, exit 2, nothing run" {
+    run --separate-stderr bash "$ROOT/tests/run_suites.sh" --bogus
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "run_suites.sh: unknown argument '--bogus' (--list: each suite's lane; --check: the settings)" ]
+    run --separate-stderr bash "$ROOT/tests/run_suites.sh" --list extra
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "run_suites.sh: one argument at most (--list: each suite's lane; --check: the settings)" ]
+}

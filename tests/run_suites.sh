@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/run_suites.sh: make test's runner. Every Bats suite under tests/, TAP on stdout (bats
 # --tap), exit status 1 if a suite failed, else 0; tests/tap_summary.sh adds the closing line.
-# `bash tests/run_suites.sh --list` prints each suite's lane (cpu or gpu, below), runs nothing.
+# `bash tests/run_suites.sh --list` prints each suite's lane (cpu or gpu, below), runs nothing;
+# `--check` checks TEST_JOBS and TEST_TIMING alone (make test does, before it builds). Bad
+# arguments or settings: one line on stderr, exit 2.
 # TEST_TIMING=1 (make test TEST_TIMING=1, or in the environment): each test's time on its TAP line
 # (bats -T), and at the end, on stderr, the wall seconds of the GPU lane, of its set-up (the lean
 # runs ahead of the first test, tests/setup_suite.bash, and each of their lists) and of each
@@ -32,13 +34,19 @@ lane_of() {
 }
 
 suites=(tests/*.bats)
-if [ "${1-}" = --list ]; then
+check_only=0
+if [ $# -gt 1 ]; then
+    echo "run_suites.sh: one argument at most (--list: each suite's lane; --check: the settings)" >&2
+    exit 2
+elif [ "${1-}" = --list ]; then
     for s in "${suites[@]}"; do
         echo "$(lane_of "$s") $(basename "$s" .bats)"
     done
     exit 0
+elif [ "${1-}" = --check ]; then
+    check_only=1   # (TEST_JOBS and TEST_TIMING checked below, nothing run: make test's check)
 elif [ $# -gt 0 ]; then
-    echo "run_suites.sh: unknown argument '$1' (--list: each suite's lane)" >&2
+    echo "run_suites.sh: unknown argument '$1' (--list: each suite's lane; --check: the settings)" >&2
     exit 2
 fi
 
@@ -56,6 +64,7 @@ if [ "$timing" != 0 ] && [ "$timing" != 1 ]; then
     echo "TEST_TIMING=$timing: expected 0 or 1" >&2
     exit 2
 fi
+[ "$check_only" = 0 ] || exit 0
 bats_flags=(--tap)
 [ "$timing" = 0 ] || bats_flags+=(-T)
 
