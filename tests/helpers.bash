@@ -65,15 +65,12 @@ gpu_ready() {
 # (every test of the 07 suites asks), the answer kept in $BATS_RUN_TMPDIR.
 gpu_cc() {
     local cache=${BATS_RUN_TMPDIR:+$BATS_RUN_TMPDIR/gpu_cc} cc=""
-    if [ -z "$cache" ]; then
-        nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
-        return 0
+    if [ -n "$cache" ] && [ -e "$cache" ]; then
+        read -r cc < "$cache" || true
+    else
+        cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
+        [ -z "$cache" ] || { printf '%s\n' "$cc" > "$cache.$$"; mv "$cache.$$" "$cache"; }
     fi
-    if [ ! -e "$cache" ]; then
-        nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' > "$cache.$$"
-        mv "$cache.$$" "$cache"
-    fi
-    read -r cc < "$cache" || true
     printf '%s\n' "$cc"
 }
 
