@@ -229,7 +229,7 @@ static __device__ __forceinline__ bool flash3_persistent_item(const flash3_param
     return true;
 }
 
-/* ---- the L2-aware order (rungs 5-6) ----------------------------------------------------------
+/* ---- the L2-aware order (rungs 5-7) ----------------------------------------------------------
  * flash3_persistent_item walks the query tiles of all (batch, head)s level by level: at any
  * moment the blocks work on nearly every head, and the K and V of all heads are in use at once
  * (2 * seq * head_dim * 2 bytes a head; 32 MiB in all at 8x16x1024x64, 64 MiB at 2x16x4096x128). When
@@ -551,19 +551,21 @@ static __device__ __forceinline__ void store_o(const flash3_params &p, const fla
     }
 }
 
-/* The epilogue by the TMA unit: o_to_smem; each thread's fence.proxy.async (its ordinary stores
- * before the TMA's reads of them) and a named barrier over the warpgroup; then the warpgroup's
- * first thread stores each 64-column panel of its 64 rows, one box of p.o_map each (the rows
- * are 128 bytes apart in a panel, as the box lies; the panels BLOCK_M rows apart, so one box
- * per panel), and waits until the TMA has read them: the caller may then hand the Q buffer back
- * to the producer. Rows past seq are outside the tensor and are not written; a warpgroup whose
- * rows all lie past seq stores nothing. The writes to global memory complete on their own:
- * before the kernel ends, that thread waits for them (tma_store_wait). FlashAttention-3's
- * epilogue_fwd.hpp stores O the same way, from a swizzled shared tile. */
+/* The epilogue by the TMA unit, issued: o_to_smem; each thread's fence.proxy.async (its ordinary
+ * stores before the TMA's reads of them) and a named barrier over the warpgroup; then the
+ * warpgroup's first thread stores each 64-column panel of its 64 rows, one box of p.o_map each
+ * (the rows are 128 bytes apart in a panel, as the box lies; the panels BLOCK_M rows apart, so
+ * one box per panel), as one bulk async-group. Rows past seq are outside the tensor and are not
+ * written; a warpgroup whose rows all lie past seq stores nothing. The caller's first thread
+ * must wait for the TMA to have read the group (tma_store_wait_read) before the Q buffer goes
+ * back to the producer: store_o_tma waits at once (rung 6), rung 7 under the next item's first
+ * product. The writes to global memory complete on their own: before the kernel ends, that
+ * thread waits for them (tma_store_wait). FlashAttention-3's epilogue_fwd.hpp stores O the same
+ * way, from a swizzled shared tile. */
 template <int D>
-static __device__ __forceinline__ void store_o_tma(const flash3_params &p, const flash3_item &it,
-                                                   uint32_t sQ, int cwg, float (&o)[D / 2],
-                                                   float (&l_run)[2])
+static __device__ __forceinline__ void store_o_tma_issue(const flash3_params &p, const flash3_item &it,
+                                                         uint32_t sQ, int cwg, float (&o)[D / 2],
+                                                         float (&l_run)[2])
 {
     o_to_smem<D>(sQ, cwg, o, l_run);
     fence_proxy_async_smem();
@@ -575,8 +577,18 @@ static __device__ __forceinline__ void store_o_tma(const flash3_params &p, const
             tma_store_4d(&p.o_map, sQ + (uint32_t)(panel * H3_BLOCK_M * 128 + cwg * 64 * 128),
                          0, r0, panel, it.bh);
         tma_store_commit();
-        tma_store_wait_read();
     }
+}
+
+/* store_o_tma_issue, then the issuing thread waits until the TMA has read the rows: on return
+ * the caller may hand the Q buffer back to the producer. */
+template <int D>
+static __device__ __forceinline__ void store_o_tma(const flash3_params &p, const flash3_item &it,
+                                                   uint32_t sQ, int cwg, float (&o)[D / 2],
+                                                   float (&l_run)[2])
+{
+    store_o_tma_issue<D>(p, it, sQ, cwg, o, l_run);
+    if ((threadIdx.x & 127) == 0) tma_store_wait_read();
 }
 
 /* ---- the regions build ---------------------------------------------------------------------- */
@@ -608,6 +620,6 @@ typedef struct {
 } flash3_rung;
 
 extern const flash3_rung FLASH3_RUNG(1), FLASH3_RUNG(2), FLASH3_RUNG(3), FLASH3_RUNG(4),
-                         FLASH3_RUNG(5), FLASH3_RUNG(6);
+                         FLASH3_RUNG(5), FLASH3_RUNG(6), FLASH3_RUNG(7);
 
 #endif

@@ -12,7 +12,8 @@
  *   rung5_l2order.cu     rung 4 (head_dim 64) and rung 3 (head_dim 128) + an L2-aware order:
  *                        the query tiles in sections of heads whose K and V fit in L2
  *   rung6_tma_store.cu   + O stored through TMA (a bulk tensor store from the shared tile)
- * Without --rung: rung 6 at head_dim 64, rung 5 at head_dim 128 (H3_DEFAULT_RUNG_D64/_D128).
+ *   rung7_store_overlap.cu + the store's read waited for under the next item's first product
+ * Without --rung: rung 7 at both head_dims (H3_DEFAULT_RUNG_D64/_D128).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
  * This file is the stage: --rung, the TMA tensor maps, the launch of the chosen rung's kernel.
@@ -42,7 +43,8 @@
 
 /* The ladder, in order (in the regions build, its instrumented copies: flash3.cuh). */
 static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &FLASH3_RUNG(3),
-                                            &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6) };
+                                            &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6),
+                                            &FLASH3_RUNG(7) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
@@ -61,12 +63,11 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
 }
 
 /* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
- * at the bench shapes (07_hopper/ladder/, docs/perf-notes.md). At head_dim 128 that is rung 5,
- * not the last rung: rung 6's storing thread waits for the TMA to read O's tile before its warp
- * goes on, and at head_dim 128 (two panels a warpgroup) that wait costs more than the threads'
- * own 16-byte stores did. */
-#define H3_DEFAULT_RUNG_D64  6
-#define H3_DEFAULT_RUNG_D128 5
+ * at the bench shapes (07_hopper/ladder/, docs/perf-notes.md). Kept per head_dim: rung 6 was
+ * the fastest at head_dim 64 and rung 5 at 128 until rung 7 took the TMA store's wait off the
+ * critical path. */
+#define H3_DEFAULT_RUNG_D64  7
+#define H3_DEFAULT_RUNG_D128 7
 
 /* The rung to run at this head_dim: --rung, else the default above. */
 static const flash3_rung *rung_for(int head_dim)
@@ -102,7 +103,7 @@ typedef struct {
     const void *q, *k, *v, *o;
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
-    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-6) */
+    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-7) */
 } flash3_state;
 
 /* A driver function through the runtime (cudaGetDriverEntryPointByVersion), so the stage links
@@ -187,7 +188,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
                              "transactions)", H3_BLOCK_M, r->persistent, smem_for(r, s->head_dim) };
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
         snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
-                 "1-3, 5 and 6 run 64 and 128)", r->number, s->head_dim);
+                 "1-3 and 5-7 run 64 and 128)", r->number, s->head_dim);
         return 1;
     }
     return tiled_supports(&l, s, prop, why, why_len);
@@ -260,14 +261,15 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* parse_flag */  flash3_parse_flag,
     /* flag_help */
     "  --rung N          the ladder's rung, each one idea on the one before; kernel\n"
-    "                    ..._r<N>_sm90a (default: the fastest rung at each head_dim: 6 at\n"
-    "                    64, 5 at 128). Rung, idea, head_dims:\n"
+    "                    ..._r<N>_sm90a (default: the fastest rung at each head_dim: 7 at\n"
+    "                    both). Rung, idea, head_dims:\n"
     "                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128\n"
     "                      2  + softmax of tile n under P.V of tile n-1 (overlap)      64, 128\n"
     "                      3  + persistent grid, tiles longest-first, 2 Q buffers      64, 128\n"
     "                      4  + ping-pong of the two consumer warpgroups               64\n"
     "                      5  + tiles in L2 sections of heads (4 at 64, 3 at 128)      64, 128\n"
-    "                      6  + O stored by TMA from the shared tile                   64, 128",
+    "                      6  + O stored by TMA from the shared tile                   64, 128\n"
+    "                      7  + the store's read waited for under the next S           64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

@@ -8,11 +8,11 @@
 # with the reason; another GPU must refuse with exit 2 (tested where one is present).
 load helpers
 
-# The default kernel of each head_dim (the fastest rung there: 6 at 64, 5 at 128), with its tile
+# The default kernel of each head_dim (the fastest rung there: 7 at both), with its tile
 # shape (07_hopper/flash3.cuh: 64 query rows per consumer warpgroup, 2 consumer warpgroups;
 # 128-key tiles). tests/07_ladder.bats runs every rung.
-D64_KERNEL='flash3_fwd_bf16_causal_128x128_d64_r6_sm90a'
-D128_KERNEL='flash3_fwd_bf16_causal_128x128_d128_r5_sm90a'
+D64_KERNEL='flash3_fwd_bf16_causal_128x128_d64_r7_sm90a'
+D128_KERNEL='flash3_fwd_bf16_causal_128x128_d128_r7_sm90a'
 
 # Every test needs a Hopper GPU but those marked "(no GPU needed)" or "(non-Hopper GPU)".
 setup() {
@@ -36,7 +36,7 @@ assert_flash3_kernels() {
     printf 'kernels:\n%s\n' "$names"
     [ "$(printf '%s\n' "$names" | grep -c .)" -eq 3 ]
     [ "$(printf '%s\n' "$names" | grep -c "^$(kernel_for "$1")(")" -eq 3 ]
-    [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[1-6]_sm90a\(')" -eq 3 ]
+    [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[1-7]_sm90a\(')" -eq 3 ]
 }
 
 # assert_kernels HEAD_DIM: assert_flash3_kernels (assert_one_kernel_shape's kernel check).

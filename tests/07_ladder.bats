@@ -14,14 +14,14 @@ setup() {
 # Dynamic shared memory of a rung's block (07_hopper/flash3.cuh, H3_SMEM_BYTES): 1024 (alignment)
 # + QB x Q (128 rows) + 2 stages x (K + V) (128 rows) + mbarriers (9 with one Q buffer, 12 with two).
 #   one Q buffer (rungs 1-2):  d64 1024 + 16384 + 65536 + 72 = 83016,  d128 1024 + 32768 + 131072 + 72 = 164936
-#   two Q buffers (rungs 3-6): d64 1024 + 32768 + 65536 + 96 = 99424,  d128 1024 + 65536 + 131072 + 96 = 197728
-#   (rung 6 stores O from the Q buffer it was staged in: no shared memory of its own)
+#   two Q buffers (rungs 3-7): d64 1024 + 32768 + 65536 + 96 = 99424,  d128 1024 + 65536 + 131072 + 96 = 197728
+#   (rungs 6-7 store O from the Q buffer it was staged in: no shared memory of their own)
 smem_of() {
     case "$1:$2" in
         1:64 | 2:64) echo 83016 ;;
         1:128 | 2:128) echo 164936 ;;
-        3:64 | 4:64 | 5:64 | 6:64) echo 99424 ;;
-        3:128 | 5:128 | 6:128) echo 197728 ;;
+        3:64 | 4:64 | 5:64 | 6:64 | 7:64) echo 99424 ;;
+        3:128 | 5:128 | 6:128 | 7:128) echo 197728 ;;
     esac
 }
 
@@ -81,6 +81,8 @@ rung_checks() {
 @test "07 ladder rung 5 head_dim 128: every odd seq PASS, one r5 kernel, same o_hash" { rung_case 5 128; }
 @test "07 ladder rung 6 head_dim 64: every odd seq PASS, one r6 kernel, same o_hash" { rung_case 6 64; }
 @test "07 ladder rung 6 head_dim 128: every odd seq PASS, one r6 kernel, same o_hash" { rung_case 6 128; }
+@test "07 ladder rung 7 head_dim 64: every odd seq PASS, one r7 kernel, same o_hash" { rung_case 7 64; }
+@test "07 ladder rung 7 head_dim 128: every odd seq PASS, one r7 kernel, same o_hash" { rung_case 7 128; }
 
 # Every rung computes each O element by the same operations in the same order (per key tile:
 # S by the same wgmma, the same mask and exp2, O scaled by alpha before P.V is added; the rungs
@@ -90,7 +92,7 @@ rung_checks() {
     for d in 64 128; do
         want=$(cat "$BATS_FILE_TMPDIR/o_hash.r1.d$d")
         [ -n "$want" ]
-        for r in 2 3 4 5 6; do
+        for r in 2 3 4 5 6 7; do
             [ "$r:$d" != 4:128 ] || continue
             got=$(cat "$BATS_FILE_TMPDIR/o_hash.r$r.d$d")
             echo "head_dim $d rung $r: $got (rung 1: $want)"
@@ -99,11 +101,11 @@ rung_checks() {
     done
 }
 
-# The grids: rungs 1-2 one block per query tile, (batch*heads, ceil(seq/128)); rungs 3-6
+# The grids: rungs 1-2 one block per query tile, (batch*heads, ceil(seq/128)); rungs 3-7
 # persistent, min(SMs, tiles): at 2x3x1000, 6 x 8 = 48 tiles, fewer than any Hopper's SMs.
-@test "07 ladder: rungs 1-2 launch (batch*heads, query tiles), rungs 3-6 one block per tile up to the SMs" {
+@test "07 ladder: rungs 1-2 launch (batch*heads, query tiles), rungs 3-7 one block per tile up to the SMs" {
     local r
-    for r in 1 2 3 4 5 6; do
+    for r in 1 2 3 4 5 6 7; do
         rung_result "$r 2 3 1000 64 --check-rows all --seed 7"
         [ "$status" -eq 0 ]
         if [ "$r" -le 2 ]; then
@@ -114,20 +116,20 @@ rung_checks() {
     done
 }
 
-@test "07 ladder: without --rung, head_dim 64 runs rung 6 and head_dim 128 rung 5" {
+@test "07 ladder: without --rung, head_dim 64 and head_dim 128 run rung 7" {
     stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
-    assert_rung_kernel 6 64
+    assert_rung_kernel 7 64
     stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
-    assert_rung_kernel 5 128
+    assert_rung_kernel 7 128
 }
 
-# Rungs 5-6 cut the heads into L2 sections only where K and V outgrow H3_L2_KV_BUDGET (16 MiB):
+# Rungs 5-7 cut the heads into L2 sections only where K and V outgrow H3_L2_KV_BUDGET (16 MiB):
 # 4x8x4096x64 (32 heads of 1 MiB) and 1x16x4096x128 (16 heads of 2 MiB) make two sections each
 # (flash3_l2_sections; the order test below prints the bench shapes'). The same items in another
 # order: the O bits of the rung they build on (4 at head_dim 64, 3 at 128).
-@test "07 ladder: rungs 5-6 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3" {
+@test "07 ladder: rungs 5-7 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3" {
     local d r base want got shape
     for d in 64 128; do
         if [ "$d" = 64 ]; then shape=(4 8 4096 64); base=4; else shape=(1 16 4096 128); base=3; fi
@@ -136,7 +138,7 @@ rung_checks() {
         [ "$(field check)" = PASS ]
         want=$(field o_hash)
         [ -n "$want" ]
-        for r in 5 6; do
+        for r in 5 6 7; do
             rung_result "$r ${shape[*]} --seed 7"
             echo "${shape[*]}: rung $r $(field o_hash) (rung $base: $want)"
             [ "$status" -eq 0 ]
@@ -150,7 +152,7 @@ rung_checks() {
 
 # ---- CPU ---------------------------------------------------------------------------------------
 
-@test "07 ladder: --help lists the six rungs with their idea and head_dims (no GPU needed)" {
+@test "07 ladder: --help lists the seven rungs with their idea and head_dims (no GPU needed)" {
     run "$ROOT/07_hopper/run" --help
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" | grep -qxF '                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128'
@@ -159,17 +161,18 @@ rung_checks() {
     printf '%s\n' "$output" | grep -qxF '                      4  + ping-pong of the two consumer warpgroups               64'
     printf '%s\n' "$output" | grep -qxF '                      5  + tiles in L2 sections of heads (4 at 64, 3 at 128)      64, 128'
     printf '%s\n' "$output" | grep -qxF '                      6  + O stored by TMA from the shared tile                   64, 128'
+    printf '%s\n' "$output" | grep -qxF "                      7  + the store's read waited for under the next S           64, 128"
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
 }
 
 @test "07 ladder: a bad --rung exits 2 with one line naming the range (no GPU needed)" {
     local v
-    for v in 0 7 99 x -1 2.5 ''; do
+    for v in 0 8 99 x -1 2.5 ''; do
         run "$ROOT/07_hopper/run" --rung "$v" --trace none
         echo "--rung '$v': $status $output"
         [ "$status" -eq 2 ]
         [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
-        [[ "$output" == "--rung: "*"(expected 1 to 6)" ]]
+        [[ "$output" == "--rung: "*"(expected 1 to 7)" ]]
     done
     run "$ROOT/07_hopper/run" --trace none --rung
     [ "$status" -eq 2 ]
@@ -180,7 +183,7 @@ rung_checks() {
     run "$ROOT/07_hopper/run" --rung 4 --head-dim 128 --trace none
     echo "$output"
     [ "$status" -eq 2 ]
-    [ "$output" = "rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3, 5 and 6 run 64 and 128)" ]
+    [ "$output" = "rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 and 5-7 run 64 and 128)" ]
 }
 
 @test "07 ladder: make ladder at a head_dim no rung runs: the stage's one line, exit 2, nothing written (no GPU needed)" {
@@ -197,7 +200,7 @@ rung_checks() {
 # tiles + 1 per item) equal to one section's, 2x16x3001x128 back to one section (four to eight
 # would leave a block 82 or more against 79), 4x16x6000x64 at 8 sections (7, the fewest its K and
 # V allow, would leave 582 against 572), and the two shapes of the GPU test above at two sections.
-@test "07 ladder: rungs 5-6's order covers every tile once; the host's L2 sections (no GPU needed)" {
+@test "07 ladder: rungs 5-7's order covers every tile once; the host's L2 sections (no GPU needed)" {
     run make -s -C "$ROOT" build/flash3_order
     echo "$output"
     [ "$status" -eq 0 ]

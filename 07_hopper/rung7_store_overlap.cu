@@ -1,0 +1,285 @@
+/* 07_hopper rung 7: rung 6 + the store's read waited for under the next item's first product.
+ * In rung 6 each consumer warpgroup's storing thread waits, at the end of every item, until the
+ * TMA unit has read the warpgroup's rows of O from the Q buffer, and only then hands the buffer
+ * back; its warp waits with it, and the warpgroup's next wgmma needs every warp. Here the thread
+ * issues the store and goes on: the warpgroup issues the next item's first S = Q.K^T, and only
+ * then does the storing thread wait for the read (long done, as a rule) and the warps hand the
+ * previous item's Q buffer back. The producer needs that buffer for the item after the next one,
+ * so nothing waits for it.
+ *
+ * min(SMs, tiles) blocks; block blk takes the work items of flash3_section_item (query tiles of
+ * 128 rows of one (batch, head)), each walking its key tiles 0 .. diagonal of 128 keys through
+ * 2 K and 2 V stages (flash3.cuh):
+ *   warpgroup 0, the producer: gives registers back and one of its threads issues every TMA copy:
+ *     per item j, Q into buffer j % 2 once the consumers have let go of item j - 2's (Q empty
+ *     mbarrier), then K[n] and V[n] into the next stage as soon as the consumers have released
+ *     what that stage held (empty mbarriers);
+ *   warpgroups 1, 2, the consumers, 64 query rows each. Per key tile n >= 1:
+ *     wait K[n] -> issue S[n] = Q.K[n]^T; wait V[n-1] -> issue O += P[n-1].V[n-1]
+ *     wait for S[n] only (wgmma_wait<1>); release K[n]
+ *     mask, online softmax of S[n] in registers, while the second product runs
+ *     wait for O (wgmma_wait<0>); release V[n-1]; O *= alpha of tile n; P[n] packed to bf16
+ *   Prologue: the first S (and, under it, the previous item's Q buffer handed back) and its
+ *   softmax alone; epilogue: the last P.V alone, then O to the Q buffer and the TMA store issued.
+ *   Ping-pong at head_dim 64 only (PINGPONG, as rung 4; at head_dim 128 rung 3's schedule):
+ *   warpgroup c waits on named barrier NBAR_PINGPONG + c before issuing a tile's products (an
+ *   item's last P.V too, a turn of its own) and, once they are issued, lets warpgroup
+ *   (c + 1) % 2 go; warpgroup 0 arrives on its own barrier once at the start, so it goes first.
+ * Key tiles past the diagonal are never loaded. Rows and keys past seq: TMA fills the parts of a
+ * box outside the tensor with zeros, the mask hides keys >= seq, and the TMA store does not write
+ * rows >= seq (outside O's tensor map). Shah et al. 2024, "FlashAttention-3" (arXiv
+ * 2407.08608), sections 3.1 (warp specialization, pingpong scheduling) and 3.2
+ * (intra-warpgroup overlapping); its tile scheduler (DynamicPersistentTileScheduler:
+ * longest-first causal order in L2 sections of heads); its epilogue (epilogue_fwd.hpp: O through
+ * a swizzled shared tile and a TMA store whose wait comes before that tile is written again).
+ *
+ * Kernels: flash3_fwd_bf16_causal_128x128_d<head_dim>_r7_sm90a, head_dim 64 and 128; grid
+ * min(SMs, batch*heads x query tiles), 384 threads, H3_SMEM_BYTES(D, 128, 2) bytes of dynamic
+ * shared memory. The regions build (--regions) compiles the same file again into copies named
+ * ..._regions (flash3.cuh, "Region markers").
+ */
+#include "flash3.cuh"
+
+/* The producer: one thread of warpgroup 0. Per work item j: Q into buffer j % 2 (once the
+ * consumers have let go of item j - 2's), then for each key tile n the K tile and
+ * the V tile into the next stage, each as soon as the consumers have released the tile that stage
+ * held before. The stages run on across items: u counts the block's key tiles so far. */
+template <int D>
+static __device__ __forceinline__ void producer(const flash3_params &p, const flash3_block &b,
+                                                attn_regions_ctx &rg)
+{
+    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
+    int u = 0;
+    flash3_cursor cur = { 0, 0 };
+    flash3_item w;
+    for (int j = 0; flash3_section_item(p, (int)gridDim.x, (int)blockIdx.x, cur, w); ++j) {
+        const int q = j % 2;
+        attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
+        mbar_wait(q_empty(b, q), ((uint32_t)(j / 2) & 1u) ^ 1u);
+        attn_region_end(rg, ATTN_REGION_WAIT_FREE);
+        attn_region_begin(rg, ATTN_REGION_TMA_Q);
+        mbar_arrive_expect_tx(q_full(b, q), Q_BYTES);   /* the full box, even past seq */
+        tma_load_4d(b.sQ + q * Q_BYTES, &p.q_map, q_full(b, q), 0, w.m0, 0, w.bh);
+        attn_region_end(rg, ATTN_REGION_TMA_Q);
+        for (int n = 0; n < w.n_end; ++n, ++u) {
+            const int s = kv_stage(u);
+            const uint32_t parity = kv_phase(u) ^ 1u;
+            attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
+            mbar_wait(k_empty(b, s), parity);
+            attn_region_end(rg, ATTN_REGION_WAIT_FREE);
+            attn_region_begin(rg, ATTN_REGION_TMA_K);
+            mbar_arrive_expect_tx(k_full(b, s), KV_BYTES);
+            tma_load_4d(b.sK + s * KV_BYTES, &p.k_map, k_full(b, s), 0, n * H3_BLOCK_N, 0, w.bh);
+            attn_region_end(rg, ATTN_REGION_TMA_K);
+            attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
+            mbar_wait(v_empty(b, s), parity);
+            attn_region_end(rg, ATTN_REGION_WAIT_FREE);
+            attn_region_begin(rg, ATTN_REGION_TMA_V);
+            mbar_arrive_expect_tx(v_full(b, s), KV_BYTES);
+            tma_load_4d(b.sV + s * KV_BYTES, &p.v_map, v_full(b, s), 0, n * H3_BLOCK_N, 0, w.bh);
+            attn_region_end(rg, ATTN_REGION_TMA_V);
+        }
+    }
+}
+
+/* Consumer warpgroup cwg (0, 1) on item it, whose Q is in buffer sQ (full barrier completion
+ * parity q_parity) and whose key tile n is the block's key tile u0 + n: query rows
+ * m0 + 64cwg .. m0 + 64cwg + 63, all its key tiles, then its rows of O into sQ and the TMA store
+ * issued (on return the TMA may still be reading them). prev_q_empty: the Q empty mbarrier of the
+ * previous item's buffer (0 for the block's first item), handed back once the first S is issued
+ * and the storing thread has waited for the TMA to read the previous item's rows of O.
+ * PINGPONG (head_dim 64): the two warpgroups take turns issuing each tile's products.
+ * rg: the warpgroup's region markers (flash3.cuh; nothing outside the regions build). */
+template <int D>
+static __device__ __forceinline__ void consume_item(const flash3_params &p, const flash3_block &b,
+                                                    int cwg, const flash3_item &it, uint32_t sQ,
+                                                    uint32_t q_bar, uint32_t q_parity, int u0,
+                                                    uint32_t prev_q_empty, attn_regions_ctx &rg)
+{
+    constexpr bool PINGPONG = D == 64;
+    constexpr int BN = H3_BLOCK_N;
+    constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, BN);
+    const int lane = threadIdx.x & 31, w = (threadIdx.x & 127) >> 5, g = lane >> 2, t = lane & 3;
+    const int seq = p.seq;
+    const float c = p.scale_log2;
+    const uint64_t k_desc = k_desc_of(b), v_desc = v_desc_of(b), q_desc = q_desc_of(sQ, cwg);
+    const uint32_t pp_mine = NBAR_PINGPONG + (uint32_t)cwg, pp_next = NBAR_PINGPONG + (uint32_t)((cwg + 1) % 2);
+
+    const int r0 = it.m0 + cwg * 64;          /* the warpgroup's first row */
+    const int row0 = r0 + 16 * w + g;         /* global row of h = 0; h = 1 is row0 + 8 */
+    float o[D / 2];
+    float m_run[2] = { -INFINITY, -INFINITY }, l_run[2] = { 0.f, 0.f };
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+
+    attn_region_begin(rg, ATTN_REGION_WAIT_Q);
+    mbar_wait(q_bar, q_parity);
+    attn_region_end(rg, ATTN_REGION_WAIT_Q);
+    /* S[0] and its softmax alone (O = 0: no rescale). */
+    uint32_t pk[BN / 16][4];
+    {
+        const int s0 = kv_stage(u0);
+        float sacc[BN / 2];
+        float alpha[2];
+        attn_region_begin(rg, ATTN_REGION_WAIT_K);
+        mbar_wait(k_full(b, s0), kv_phase(u0));
+        attn_region_end(rg, ATTN_REGION_WAIT_K);
+        if constexpr (PINGPONG) {
+            attn_region_begin(rg, ATTN_REGION_WAIT_TURN);
+            named_barrier_sync(pp_mine, 256);     /* my turn */
+            attn_region_end(rg, ATTN_REGION_WAIT_TURN);
+        }
+        attn_region_begin(rg, ATTN_REGION_S);
+        issue_qk<D>(sacc, q_desc, k_desc, (uint32_t)s0 * KV_BYTES);
+        if constexpr (PINGPONG) named_barrier_arrive(pp_next, 256);   /* the other's turn */
+        if (prev_q_empty) {
+            /* Under S[0]: the previous item's buffer back to the producer, once the TMA has read
+             * its rows of O (the storing thread's wait); this thread's ordinary accesses to it
+             * ordered before the producer's next TMA write, then one arrival per warp. */
+            attn_region_begin(rg, ATTN_REGION_HANDOVER);
+            if ((threadIdx.x & 127) == 0) tma_store_wait_read();
+            fence_proxy_async_smem();
+            warp_release(prev_q_empty);
+            attn_region_end(rg, ATTN_REGION_HANDOVER);
+        }
+        wgmma_wait<0>();
+        wgmma_fence_regs(sacc);
+        attn_region_end(rg, ATTN_REGION_S);
+        warp_release(k_empty(b, s0));
+        attn_region_begin(rg, ATTN_REGION_SOFTMAX);
+        if (tile_needs_mask(0, r0, seq)) mask_tile<BN>(sacc, row0, 0, seq, t);
+        online_softmax<BN>(sacc, m_run, l_run, alpha, c);
+        pack_p<BN>(sacc, pk);
+        attn_region_end(rg, ATTN_REGION_SOFTMAX);
+    }
+    /* Issue S[n] and O += P[n-1].V[n-1] back to back, softmax of S[n] under the second, then
+     * rescale O by tile n's alpha (O then holds tiles 0..n-1 at tile n's max). */
+    for (int n = 1; n < it.n_end; ++n) {
+        const int s = kv_stage(u0 + n), sp = kv_stage(u0 + n - 1);
+        float sacc[BN / 2];
+        attn_region_begin(rg, ATTN_REGION_WAIT_K);
+        mbar_wait(k_full(b, s), kv_phase(u0 + n));
+        attn_region_end(rg, ATTN_REGION_WAIT_K);
+        if constexpr (PINGPONG) {
+            attn_region_begin(rg, ATTN_REGION_WAIT_TURN);
+            named_barrier_sync(pp_mine, 256);
+            attn_region_end(rg, ATTN_REGION_WAIT_TURN);
+        }
+        attn_region_begin(rg, ATTN_REGION_S);   /* holds tile n-1's wait V and O+=PV issue */
+        issue_qk<D>(sacc, q_desc, k_desc, (uint32_t)s * KV_BYTES);
+        attn_region_begin(rg, ATTN_REGION_WAIT_V);
+        mbar_wait(v_full(b, sp), kv_phase(u0 + n - 1));
+        attn_region_end(rg, ATTN_REGION_WAIT_V);
+        attn_region_begin(rg, ATTN_REGION_PV);
+        issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
+        attn_region_end(rg, ATTN_REGION_PV);
+        if constexpr (PINGPONG) named_barrier_arrive(pp_next, 256);
+        wgmma_wait<1>();                      /* S[n] is complete; P[n-1].V[n-1] may not be */
+        wgmma_fence_regs(sacc);
+        attn_region_end(rg, ATTN_REGION_S);
+        warp_release(k_empty(b, s));
+
+        attn_region_begin(rg, ATTN_REGION_SOFTMAX);   /* to O rescaled, P[n] packed */
+        const int key0 = n * BN;
+        if (tile_needs_mask(key0, r0, seq)) mask_tile<BN>(sacc, row0, key0, seq, t);
+        float alpha[2];
+        online_softmax<BN>(sacc, m_run, l_run, alpha, c);
+
+        wgmma_wait<0>();                      /* P[n-1].V[n-1] is complete: O and pk are free */
+        wgmma_fence_regs(o);
+        warp_release(v_empty(b, sp));
+        rescale_o<D>(o, alpha);
+        pack_p<BN>(sacc, pk);                 /* P[n], written only now that no wgmma reads pk */
+        attn_region_end(rg, ATTN_REGION_SOFTMAX);
+    }
+    /* The last P.V alone; with PINGPONG in its own turn: every product of the warpgroup is
+     * issued in a turn (both warpgroups take n_end + 1 turns per item, so the turns keep
+     * alternating). */
+    {
+        const int sp = kv_stage(u0 + it.n_end - 1);
+        attn_region_begin(rg, ATTN_REGION_WAIT_V);
+        mbar_wait(v_full(b, sp), kv_phase(u0 + it.n_end - 1));
+        attn_region_end(rg, ATTN_REGION_WAIT_V);
+        if constexpr (PINGPONG) {
+            attn_region_begin(rg, ATTN_REGION_WAIT_TURN);
+            named_barrier_sync(pp_mine, 256);
+            attn_region_end(rg, ATTN_REGION_WAIT_TURN);
+        }
+        attn_region_begin(rg, ATTN_REGION_PV);
+        issue_pv<D>(o, pk, v_desc, (uint32_t)sp * KV_BYTES);
+        attn_region_end(rg, ATTN_REGION_PV);
+        if constexpr (PINGPONG) named_barrier_arrive(pp_next, 256);
+        attn_region_begin(rg, ATTN_REGION_EPILOGUE);   /* from the wait for that product */
+        wgmma_wait<0>();
+        wgmma_fence_regs(o);
+        warp_release(v_empty(b, sp));
+    }
+    store_o_tma_issue<D>(p, it, sQ, cwg, o, l_run);   /* its wait: under the next item's S[0] */
+    attn_region_end(rg, ATTN_REGION_EPILOGUE);
+}
+
+/* One block: the work items of flash3_section_item; 384 threads = the producer warpgroup
+ * (H3_PRODUCER_REGS registers) and 2 consumer warpgroups (H3_CONSUMER_REGS). Item j uses Q buffer
+ * j % 2; the consumers hand it back (Q empty) under item j + 1's first S, once the TMA has read
+ * their rows of O from it: the arrival of each warpgroup's first warp, whose first thread issued
+ * the store and waits for its reads, comes after that wait, and the barrier completes only with
+ * all eight warps' arrivals. The last item's buffer is not needed again. The storing thread waits
+ * for the stores' writes once, after the last item. */
+template <int D>
+static __device__ __forceinline__ void fwd_block(const flash3_params &p)
+{
+    constexpr bool PINGPONG = D == 64;        /* as in consume_item */
+    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M);
+    const flash3_block b = flash3_block_init<D, 2>(p);
+    if (threadIdx.x >> 7 == 0) {
+        setmaxnreg_dec<H3_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            attn_regions_ctx rg = flash3_regions_start(p);
+            producer<D>(p, b, rg);
+            attn_regions_finish(rg);
+        }
+    } else {
+        setmaxnreg_inc<H3_CONSUMER_REGS>();
+        attn_regions_ctx rg = flash3_regions_start(p);
+        const int cwg = (int)(threadIdx.x >> 7) - 1;
+        const bool storer = (threadIdx.x & 127) == 0;   /* issues the warpgroup's TMA stores */
+        if (storer) tma_prefetch_map(&p.o_map);
+        if (PINGPONG && cwg == 0) named_barrier_arrive(NBAR_PINGPONG, 256);   /* 0 goes first */
+        int u0 = 0;                           /* the block's key tiles before this item */
+        uint32_t prev_q_empty = 0;            /* the buffer to hand back under the next S[0] */
+        flash3_cursor cur = { 0, 0 };
+        flash3_item it;
+        for (int j = 0; flash3_section_item(p, (int)gridDim.x, (int)blockIdx.x, cur, it); ++j) {
+            const int qb = j % 2;
+            consume_item<D>(p, b, cwg, it, b.sQ + (uint32_t)qb * Q_BYTES,
+                            q_full(b, qb), (uint32_t)(j / 2) & 1u, u0, prev_q_empty, rg);
+            u0 += it.n_end;
+            prev_q_empty = q_empty(b, qb);
+        }
+        if (storer) tma_store_wait();         /* O is in global memory before the block ends */
+        attn_regions_finish(rg);
+    }
+}
+
+__global__ void __launch_bounds__(H3_THREADS, 1)
+FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d64_r7_sm90a)(const __grid_constant__ flash3_params p)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fwd_block<64>(p);
+#endif
+}
+
+__global__ void __launch_bounds__(H3_THREADS, 1)
+FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d128_r7_sm90a)(const __grid_constant__ flash3_params p)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fwd_block<128>(p);
+#endif
+}
+
+const flash3_rung FLASH3_RUNG(7) = {
+    7, "+ the store's read waited for under the next item's first product",
+    (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d64_r7_sm90a),
+    (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d128_r7_sm90a),
+    /* persistent */ 1, /* q_buffers */ 2,
+};
