@@ -88,6 +88,15 @@
 #define H3_PRODUCER_REGS 24
 #define H3_CONSUMER_REGS 240
 
+/* One work item of a split over the keys (rung 8, flash3_split.h): query tile m_blk of (batch,
+ * head) bh against key tiles n_begin .. n_end-1 only. slot < 0: the item is the tile's whole key
+ * range, and its O goes to p.o as in rung 7; else its partial O (fp32, divided by its own row
+ * sums) and log-sum-exp go to slot `slot` of p.o_part and p.lse_part, and the combine kernel
+ * writes O. */
+typedef struct {
+    int bh, m_blk, n_begin, n_end, slot;
+} flash3_work;
+
 /* Kernel arguments. The tensor maps describe Q, K, V as 4-D tensors {64, seq, head_dim/64,
  * batch*heads} (innermost first; hopper.cu's encode_tile_map) with a box of {64, rows,
  * head_dim/64, 1}, rows = BLOCK_M for Q and 128 for K and V: one box is one tile. o_map
@@ -101,6 +110,12 @@ typedef struct {
     int bh_count, q_tiles;     /* batch*heads; query tiles per head (persistent grid's work) */
     int l2_sections;           /* 1 .. bh_count: the sections of heads of flash3_section_item */
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
+    /* rung 8 with a split over the keys (NULL otherwise): block b's items are
+     * work[work_first[b] .. work_first[b+1]-1], in that order; partial O [slot][128][head_dim]
+     * and log-sum-exp (log2 units) [slot][128], fp32 */
+    const flash3_work *work;
+    const int *work_first;
+    float *o_part, *lse_part;
     attn_regions_param regions;   /* the regions build's record buffer; empty otherwise */
 } flash3_params;
 
@@ -610,16 +625,19 @@ static __device__ __forceinline__ attn_regions_ctx flash3_regions_start(const fl
 
 /* One rung: its number, its one idea (for --help and the ladder table), its kernels (NULL where
  * it does not run that head_dim), and its launch: a persistent grid or one block per query tile,
- * QB Q buffers. Each rung file defines one (FLASH3_RUNG(1): flash3_rung_1 ...). */
+ * QB Q buffers; the combine kernels of a rung that splits over the keys (rung 8; NULL on the
+ * others). Each rung file defines one (FLASH3_RUNG(1): flash3_rung_1 ...). */
 typedef struct {
     int number;
     const char *idea;
     const void *kernel_d64, *kernel_d128;   /* __global__ void k(const flash3_params) */
     int persistent;
     int q_buffers;
+    const void *combine_d64, *combine_d128;   /* __global__ void k(const flash3_combine_params) */
 } flash3_rung;
 
 extern const flash3_rung FLASH3_RUNG(1), FLASH3_RUNG(2), FLASH3_RUNG(3), FLASH3_RUNG(4),
-                         FLASH3_RUNG(5), FLASH3_RUNG(6), FLASH3_RUNG(7);
+                         FLASH3_RUNG(5), FLASH3_RUNG(6), FLASH3_RUNG(7),
+                         FLASH3_RUNG(8);
 
 #endif

@@ -13,6 +13,8 @@
  *                        the query tiles in sections of heads whose K and V fit in L2
  *   rung6_tma_store.cu   + O stored through TMA (a bulk tensor store from the shared tile)
  *   rung7_store_overlap.cu + the store's read waited for under the next item's first product
+ *   rung8_split_keys.cu  + a split over the keys where the grid is small (flash3_split.h), then a
+ *                        combine kernel
  * Without --rung: rung 7 at both head_dims (H3_DEFAULT_RUNG_D64/_D128).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
@@ -21,7 +23,8 @@
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128 (rung 4: 64), any
- * seq >= 1. One launch per forward, no extra device memory. Built for sm_90a only (wgmma exists
+ * seq >= 1. One launch per forward, no extra device memory; rung 8 where it splits: two launches
+ * and its plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
  * on compute capability 9.0 alone; the Makefile's 07_hopper_ARCH).
  *
  * Kernel names: flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a; the
@@ -40,11 +43,12 @@
 #include "check.h"
 #include "tiled_stage.h"
 #include "flash3.cuh"
+#include "flash3_split.h"
 
 /* The ladder, in order (in the regions build, its instrumented copies: flash3.cuh). */
 static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &FLASH3_RUNG(3),
                                             &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6),
-                                            &FLASH3_RUNG(7) };
+                                            &FLASH3_RUNG(7), &FLASH3_RUNG(8) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
@@ -103,7 +107,13 @@ typedef struct {
     const void *q, *k, *v, *o;
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
-    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-7) */
+    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-8) */
+    flash3_split_plan plan;    /* rung 8: the split for this shape (plan.chunk 0: none) */
+    void *split_mem;           /* its device copy and the partials (flash3_split_bytes) */
+    flash3_work *d_work;
+    int *d_first;
+    flash3_combine_tile *d_combine;
+    float *d_o_part, *d_lse_part;
 } flash3_state;
 
 /* A driver function through the runtime (cudaGetDriverEntryPointByVersion), so the stage links
@@ -177,6 +187,37 @@ static void encode_maps(flash3_state *st, const attn_problem *p)
                                          (int)grid_blocks(st, s));
 }
 
+/* The multiprocessors of the current device. */
+static int device_sms(void)
+{
+    int dev = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    return sms;
+}
+
+/* rung 8's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or where it does not
+ * split). Exits 1 if host memory runs out. */
+static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
+{
+    memset(pl, 0, sizeof *pl);
+    if (!rung_for(s->head_dim)->combine_d64) return;
+    if (flash3_split_plan_make(pl, s->seq, s->batch * s->heads, G) != 0) {
+        fprintf(stderr, "07_hopper: out of host memory (the split plan)\n");
+        attn_exit(1);
+    }
+}
+
+/* Device bytes beyond Q, K, V, O: rung 8's plan and partials where it splits, else none. */
+static size_t flash3_extra_bytes(const attn_shape *s)
+{
+    flash3_split_plan pl;
+    split_plan(&pl, s, device_sms());
+    const size_t bytes = flash3_split_bytes(&pl, s->head_dim);
+    flash3_split_plan_free(&pl);
+    return bytes;
+}
+
 /* head_dim 64 or 128 and one the chosen rung runs (checked without a device); compute
  * capability 9.0 exactly (the sm_90a binary runs nowhere else); shared memory within the opt-in
  * limit; grid limits (rungs 1-2, one block per query tile). */
@@ -188,7 +229,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
                              "transactions)", H3_BLOCK_M, r->persistent, smem_for(r, s->head_dim) };
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
         snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
-                 "1-3 and 5-7 run 64 and 128)", r->number, s->head_dim);
+                 "1-3 and 5-8 run 64 and 128)", r->number, s->head_dim);
         return 1;
     }
     return tiled_supports(&l, s, prop, why, why_len);
@@ -208,6 +249,31 @@ static void *flash3_setup(attn_problem *p)
     encode_maps(st, p);
     const flash3_rung *r = rung_for(p->shape.head_dim);
     tiled_kernel_setup(rung_kernel(r, p->shape.head_dim), smem_for(r, p->shape.head_dim), 0);
+    split_plan(&st->plan, &p->shape, st->sms);   /* all SMs: a split makes more items than tiles */
+    if (st->plan.chunk) {
+        /* the plan to the device, and room for the partials, in flash3_split_bytes' layout */
+        const flash3_split_plan *pl = &st->plan;
+        const size_t bytes = flash3_split_bytes(pl, p->shape.head_dim);
+        CUDA_CHECK(cudaMalloc(&st->split_mem, bytes));
+        char *at = (char *)st->split_mem;
+        st->d_work = (flash3_work *)at;
+        at += flash3_split_align((size_t)pl->n_work * sizeof(flash3_work));
+        st->d_first = (int *)at;
+        at += flash3_split_align((size_t)(pl->blocks + 1) * sizeof(int));
+        st->d_combine = (flash3_combine_tile *)at;
+        at += flash3_split_align((size_t)pl->n_combine * sizeof(flash3_combine_tile));
+        st->d_o_part = (float *)at;
+        at += flash3_split_align((size_t)pl->n_slots * H3_BLOCK_M * p->shape.head_dim * sizeof(float));
+        st->d_lse_part = (float *)at;
+        CUDA_CHECK(cudaMemcpy(st->d_work, pl->work, (size_t)pl->n_work * sizeof(flash3_work),
+                              cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(st->d_first, pl->first, (size_t)(pl->blocks + 1) * sizeof(int),
+                              cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(st->d_combine, pl->combine,
+                              (size_t)pl->n_combine * sizeof(flash3_combine_tile),
+                              cudaMemcpyHostToDevice));
+        p->extra_bytes = bytes;
+    }
     return st;
 }
 
@@ -218,8 +284,12 @@ static void flash3_forward(attn_problem *p)
     flash3_state *st = (flash3_state *)p->state;
     const attn_shape *s = &p->shape;
     if (st->q != p->q || st->k != p->k || st->v != p->v || st->o != p->o ||
-        memcmp(&st->shape, s, sizeof *s) != 0)
+        memcmp(&st->shape, s, sizeof *s) != 0) {
+        if (st->plan.chunk && memcmp(&st->shape, s, sizeof *s) != 0)
+            check_fail("07_hopper", "flash3_forward", __FILE__, __LINE__,
+                       "the shape changed after set-up", "rung 8's split plan is the set-up's");
         encode_maps(st, p);
+    }
     flash3_params fp;
     fp.q_map = st->q_map;
     fp.k_map = st->k_map;
@@ -233,18 +303,43 @@ static void flash3_forward(attn_problem *p)
     fp.bh_count = s->batch * s->heads;
     fp.q_tiles = (s->seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
     fp.l2_sections = st->l2_sections;
-    const dim3 grid = r->persistent ? dim3((unsigned)grid_blocks(st, s))
-                                    : dim3((unsigned)fp.bh_count, (unsigned)fp.q_tiles);
+    fp.work = st->plan.chunk ? st->d_work : NULL;
+    fp.work_first = st->d_first;
+    fp.o_part = st->d_o_part;
+    fp.lse_part = st->d_lse_part;
+    const dim3 grid = st->plan.chunk ? dim3((unsigned)st->plan.blocks)
+                    : r->persistent  ? dim3((unsigned)grid_blocks(st, s))
+                                     : dim3((unsigned)fp.bh_count, (unsigned)fp.q_tiles);
     void *args[] = { &fp };
 
     prof_range_push("flash3_attention_forward");
     CUDA_CHECK(cudaLaunchKernel(rung_kernel(r, s->head_dim), grid, dim3(H3_THREADS), args,
                                 smem_for(r, s->head_dim), p->stream));
+    if (st->plan.n_combine) {
+        /* rung 8: the split tiles' partials into O (256 threads: 8 columns each, rows of
+         * 256 / (head_dim / 8) a block) */
+        flash3_combine_params cp;
+        cp.tiles = st->d_combine;
+        cp.o_part = st->d_o_part;
+        cp.lse_part = st->d_lse_part;
+        cp.o = (__nv_bfloat16 *)p->o;
+        cp.seq = s->seq;
+        void *cargs[] = { &cp };
+        const unsigned rows = 256u / (unsigned)(s->head_dim / 8);
+        CUDA_CHECK(cudaLaunchKernel(s->head_dim == 64 ? r->combine_d64 : r->combine_d128,
+                                    dim3((unsigned)st->plan.n_combine, H3_BLOCK_M / rows),
+                                    dim3(256), cargs, 0, p->stream));
+    }
     prof_range_pop();
 }
 
 static void flash3_teardown(attn_problem *p)
 {
+    flash3_state *st = (flash3_state *)p->state;
+    if (st) {
+        if (st->split_mem) CUDA_CHECK(cudaFree(st->split_mem));
+        flash3_split_plan_free(&st->plan);
+    }
     free(p->state);
     p->state = NULL;
 }
@@ -254,7 +349,7 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* idea */        "FlashAttention-3's machinery by hand: TMA loads completing on mbarriers, "
                       "wgmma from shared memory and registers (sm_90a)",
     /* supports */    flash3_supports,
-    /* extra_bytes */ tiled_no_extra_bytes,
+    /* extra_bytes */ flash3_extra_bytes,
     /* setup */       flash3_setup,
     /* forward */     flash3_forward,
     /* teardown */    flash3_teardown,
@@ -269,7 +364,8 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                      4  + ping-pong of the two consumer warpgroups               64\n"
     "                      5  + tiles in L2 sections of heads (4 at 64, 3 at 128)      64, 128\n"
     "                      6  + O stored by TMA from the shared tile                   64, 128\n"
-    "                      7  + the store's read waited for under the next S           64, 128",
+    "                      7  + the store's read waited for under the next S           64, 128\n"
+    "                      8  + split over the keys where the grid is small, combine   64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

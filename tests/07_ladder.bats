@@ -15,13 +15,13 @@ setup() {
 # + QB x Q (128 rows) + 2 stages x (K + V) (128 rows) + mbarriers (9 with one Q buffer, 12 with two).
 #   one Q buffer (rungs 1-2):  d64 1024 + 16384 + 65536 + 72 = 83016,  d128 1024 + 32768 + 131072 + 72 = 164936
 #   two Q buffers (rungs 3-7): d64 1024 + 32768 + 65536 + 96 = 99424,  d128 1024 + 65536 + 131072 + 96 = 197728
-#   (rungs 6-7 store O from the Q buffer it was staged in: no shared memory of their own)
+#   (rungs 6-8 store O from the Q buffer it was staged in: no shared memory of their own)
 smem_of() {
     case "$1:$2" in
         1:64 | 2:64) echo 83016 ;;
         1:128 | 2:128) echo 164936 ;;
-        3:64 | 4:64 | 5:64 | 6:64 | 7:64) echo 99424 ;;
-        3:128 | 5:128 | 6:128 | 7:128) echo 197728 ;;
+        3:64 | 4:64 | 5:64 | 6:64 | 7:64 | 8:64) echo 99424 ;;
+        3:128 | 5:128 | 6:128 | 7:128 | 8:128) echo 197728 ;;
     esac
 }
 
@@ -42,8 +42,20 @@ rung_result() {
     stage_result $(rung_flags $1)
 }
 
+# The device's SM count, from the device line of the run in $output.
+sm_count() {
+    printf '%s\n' "$output" | sed -n 's/^device .*(\([0-9][0-9]*\) SMs, .*/\1/p' | head -n 1
+}
+
+# The combine kernel's details line of rung 8 where it split the keys: its grid is (split tiles,
+# 128 / rows per block), 256 threads.
+combine_lines() {
+    printf '%s\n' "$output" | grep -cE "^  flash3_fwd_combine_bf16_d$1_r8_sm90a\(flash3_combine_params\): grid \[[0-9]+, $((128 / (256 / ($1 / 8)))), 1\], block \[256, 1, 1\], "
+}
+
 # rung_case RUNG HEAD_DIM: every run of rung_cases PASSes with one rung kernel per step, no copy,
-# no extra bytes; the repeat has the same o_hash as the first seq-1000 run (the kernel's reduction
+# no extra bytes (rung 8: where its details show the combine kernel, two kernels per step and
+# extra bytes for its plan and partials; else one and none); the repeat has the same o_hash as the first seq-1000 run (the kernel's reduction
 # order is fixed, so a missing wait or a stage released early shows as a difference). Every case
 # is checked and each failure listed. The o_hash is kept for the cross-rung test below.
 rung_case() { quick rung_checks "$@"; }
@@ -57,9 +69,15 @@ rung_checks() {
         case "$c" in *" --quiet") this=$(field o_hash); continue ;; esac
         expect "$c: check=$(field check)" [ "$(field check)" = PASS ]
         expect "$c: rel_l2=$(field rel_l2) over 1e-2" assert_rel_l2_le 1e-2
-        expect "$c: kernels_per_step=$(field kernels_per_step)" [ "$(field kernels_per_step)" = 1 ]
         expect "$c: memcpy_per_step=$(field memcpy_per_step)" [ "$(field memcpy_per_step)" = 0 ]
-        expect "$c: extra_bytes=$(field extra_bytes)" [ "$(field extra_bytes)" = 0 ]
+        if [ "$r" = 8 ] && [ "$(combine_lines "$d")" = 1 ]; then
+            expect "$c: kernels_per_step=$(field kernels_per_step) with a split" [ "$(field kernels_per_step)" = 2 ]
+            expect "$c: extra_bytes=$(field extra_bytes) with a split" [ "$(field extra_bytes)" -gt 0 ]
+        else
+            expect "$c: kernels_per_step=$(field kernels_per_step)" [ "$(field kernels_per_step)" = 1 ]
+            expect "$c: extra_bytes=$(field extra_bytes)" [ "$(field extra_bytes)" = 0 ]
+            expect "$c: a combine kernel line" [ "$(combine_lines "$d")" = 0 ]
+        fi
         expect "$c: not one r$r kernel line" assert_rung_kernel "$r" "$d"
         case "$c" in *" 1000 $d "*) first=$(field o_hash) ;; esac
     done < <(rung_cases "$r" "$d")
@@ -83,6 +101,33 @@ rung_checks() {
 @test "07 ladder rung 6 head_dim 128: every odd seq PASS, one r6 kernel, same o_hash" { rung_case 6 128; }
 @test "07 ladder rung 7 head_dim 64: every odd seq PASS, one r7 kernel, same o_hash" { rung_case 7 64; }
 @test "07 ladder rung 7 head_dim 128: every odd seq PASS, one r7 kernel, same o_hash" { rung_case 7 128; }
+@test "07 ladder rung 8 head_dim 64: every odd seq PASS, one r8 kernel (+ combine where split), same o_hash" { rung_case 8 64; }
+@test "07 ladder rung 8 head_dim 128: every odd seq PASS, one r8 kernel (+ combine where split), same o_hash" { rung_case 8 128; }
+
+# Rung 8 splits the keys where the tiles are few against the SMs (flash3_split.h; the plans are
+# checked on the CPU below): at 2x3x1000 (48 tiles) chunks of 2 key tiles where the device has
+# 132 SMs, 36 split tiles to combine; at seq 65 (6 tiles of one key tile each) nothing to split.
+@test "07 ladder rung 8: a split at 2x3x1000, two kernels and its workspace; none at 2x3x65" {
+    local d
+    for d in 64 128; do
+        rung_result "8 2 3 1000 $d --check-rows all --seed 7"
+        [ "$status" -eq 0 ]
+        [ "$(field check)" = PASS ]
+        [ "$(field kernels_per_step)" = 2 ]
+        [ "$(combine_lines "$d")" = 1 ]
+        [ "$(field extra_bytes)" -gt 0 ]
+        rung_result "8 2 3 65 $d --check-rows all --seed 7"
+        [ "$status" -eq 0 ]
+        [ "$(field kernels_per_step)" = 1 ]
+        [ "$(field extra_bytes)" = 0 ]
+    done
+    if [ "$(sm_count)" = 132 ]; then
+        rung_result "8 2 3 1000 64 --check-rows all --seed 7"
+        printf '%s\n' "$output" | grep -qE "^  flash3_fwd_bf16_causal_128x128_d64_r8_sm90a\(flash3_params\): grid \[120, 1, 1\], "
+        printf '%s\n' "$output" | grep -qE "^  flash3_fwd_combine_bf16_d64_r8_sm90a\(flash3_combine_params\): grid \[36, 4, 1\], "
+        [ "$(field extra_bytes)" = 3598080 ]
+    fi
+}
 
 # Every rung computes each O element by the same operations in the same order (per key tile:
 # S by the same wgmma, the same mask and exp2, O scaled by alpha before P.V is added; the rungs
@@ -128,7 +173,8 @@ rung_checks() {
 # Rungs 5-7 cut the heads into L2 sections only where K and V outgrow H3_L2_KV_BUDGET (16 MiB):
 # 4x8x4096x64 (32 heads of 1 MiB) and 1x16x4096x128 (16 heads of 2 MiB) make two sections each
 # (flash3_l2_sections; the order test below prints the bench shapes'). The same items in another
-# order: the O bits of the rung they build on (4 at head_dim 64, 3 at 128).
+# order: the O bits of the rung they build on (4 at head_dim 64, 3 at 128). Rung 8 does not split
+# there (1024 and 512 tiles), so it computes rung 7's items in rung 7's order.
 @test "07 ladder: rungs 5-7 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3" {
     local d r base want got shape
     for d in 64 128; do
@@ -138,7 +184,7 @@ rung_checks() {
         [ "$(field check)" = PASS ]
         want=$(field o_hash)
         [ -n "$want" ]
-        for r in 5 6 7; do
+        for r in 5 6 7 8; do
             rung_result "$r ${shape[*]} --seed 7"
             echo "${shape[*]}: rung $r $(field o_hash) (rung $base: $want)"
             [ "$status" -eq 0 ]
@@ -152,7 +198,7 @@ rung_checks() {
 
 # ---- CPU ---------------------------------------------------------------------------------------
 
-@test "07 ladder: --help lists the seven rungs with their idea and head_dims (no GPU needed)" {
+@test "07 ladder: --help lists the eight rungs with their idea and head_dims (no GPU needed)" {
     run "$ROOT/07_hopper/run" --help
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" | grep -qxF '                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128'
@@ -162,17 +208,18 @@ rung_checks() {
     printf '%s\n' "$output" | grep -qxF '                      5  + tiles in L2 sections of heads (4 at 64, 3 at 128)      64, 128'
     printf '%s\n' "$output" | grep -qxF '                      6  + O stored by TMA from the shared tile                   64, 128'
     printf '%s\n' "$output" | grep -qxF "                      7  + the store's read waited for under the next S           64, 128"
+    printf '%s\n' "$output" | grep -qxF '                      8  + split over the keys where the grid is small, combine   64, 128'
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
 }
 
 @test "07 ladder: a bad --rung exits 2 with one line naming the range (no GPU needed)" {
     local v
-    for v in 0 8 99 x -1 2.5 ''; do
+    for v in 0 9 99 x -1 2.5 ''; do
         run "$ROOT/07_hopper/run" --rung "$v" --trace none
         echo "--rung '$v': $status $output"
         [ "$status" -eq 2 ]
         [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
-        [[ "$output" == "--rung: "*"(expected 1 to 7)" ]]
+        [[ "$output" == "--rung: "*"(expected 1 to 8)" ]]
     done
     run "$ROOT/07_hopper/run" --trace none --rung
     [ "$status" -eq 2 ]
@@ -183,7 +230,7 @@ rung_checks() {
     run "$ROOT/07_hopper/run" --rung 4 --head-dim 128 --trace none
     echo "$output"
     [ "$status" -eq 2 ]
-    [ "$output" = "rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 and 5-7 run 64 and 128)" ]
+    [ "$output" = "rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 and 5-8 run 64 and 128)" ]
 }
 
 @test "07 ladder: make ladder at a head_dim no rung runs: the stage's one line, exit 2, nothing written (no GPU needed)" {
@@ -200,7 +247,7 @@ rung_checks() {
 # tiles + 1 per item) equal to one section's, 2x16x3001x128 back to one section (four to eight
 # would leave a block 82 or more against 79), 4x16x6000x64 at 8 sections (7, the fewest its K and
 # V allow, would leave 582 against 572), and the two shapes of the GPU test above at two sections.
-@test "07 ladder: rungs 5-7's order covers every tile once; the host's L2 sections (no GPU needed)" {
+@test "07 ladder: rungs 5-8's order covers every tile once; the host's L2 sections (no GPU needed)" {
     run make -s -C "$ROOT" build/flash3_order
     echo "$output"
     [ "$status" -eq 0 ]
@@ -216,7 +263,13 @@ rung_checks() {
     printf '%s\n' "$output" | grep -qxF 'order 4x8x4096x64 G=132 sections=2 busiest=136 one_section=136'
     printf '%s\n' "$output" | grep -qxF 'order 1x16x4096x128 G=132 sections=2 busiest=68 one_section=68'
     printf '%s\n' "$output" | grep -qxF 'order 4x16x6000x64 G=132 sections=8 busiest=572 one_section=572'
-    [ "$(printf '%s\n' "$output" | tail -n 1)" = "order: 1352 cases ok" ]
+    # rung 8's plans: a split where the longest tile is more than 5/4 of an even share of the work
+    printf '%s\n' "$output" | grep -qxF 'split 1x1x4096x64 G=132 chunk=4 items=144 slots=140 combine=28 busiest=6 unsplit=33 bytes=4663552'
+    printf '%s\n' "$output" | grep -qxF 'split 1x1x16384x128 G=132 chunk=63 items=195 slots=132 combine=65 busiest=65 unsplit=129 bytes=8724480'
+    printf '%s\n' "$output" | grep -qxF 'split 2x3x1000x64 G=120 chunk=2 items=120 slots=108 combine=36 busiest=3 unsplit=9 bytes=3598080'
+    printf '%s\n' "$output" | grep -qxF 'split 8x16x1024x64 G=132 chunk=0 items=0 slots=0 combine=0 busiest=0 unsplit=44 bytes=0'
+    printf '%s\n' "$output" | grep -qxF 'split 1x16x16384x128 G=132 chunk=0 items=0 slots=0 combine=0 busiest=0 unsplit=1024 bytes=0'
+    [ "$(printf '%s\n' "$output" | tail -n 1)" = "order: 1649 cases ok" ]
 }
 
 @test "07 ladder: the table renders from a saved summary, one row per rung (no GPU needed)" {

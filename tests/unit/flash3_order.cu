@@ -9,6 +9,12 @@
  *   - the host's section counts at the bench shapes and a few more (132 SMs), one line each:
  *       order BxHxSxD G=<blocks> sections=<n> busiest=<key tiles> one_section=<key tiles>
  *     (busiest: the busiest block's work, flash3_busiest_block, with the sections chosen).
+ *   - rung 8's split plans (flash3_split.h): every (batch, head, query tile, key tile) in exactly
+ *     one item, items no longer than the chunk, each block's items longest first, block starts in
+ *     order, every slot of a split tile written by exactly the chunk whose key range it names;
+ *     and the plans at the sweep's small grids (132 SMs), one line each:
+ *       split BxHxSxD G=<blocks> chunk=<key tiles> items=<n> slots=<n> combine=<tiles>
+ *             busiest=<key tiles + 1 per item> unsplit=<the busiest block of rung 7's order>
  * Prints "order: N cases ok" and exits 0, or one line per failure and exits 1.
  */
 #include <stdio.h>
@@ -16,6 +22,7 @@
 #include <string.h>
 
 #include "flash3.cuh"
+#include "flash3_split.h"
 
 static int g_failed = 0;
 
@@ -80,6 +87,86 @@ static void check_order(int bh, int seq, int G, int sections)
     free(seen);
 }
 
+/* rung 8's plan for bh heads of seq on G blocks, checked as the header comment says. */
+static void check_split(int bh, int seq, int G, flash3_split_plan *pl)
+{
+    if (flash3_split_plan_make(pl, seq, bh, G) != 0) { fprintf(stderr, "order: out of host memory\n"); exit(1); }
+    if (pl->chunk == 0) return;
+    const int q_tiles = (seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
+    const long long cells = (long long)bh * q_tiles * q_tiles;    /* (bh, m, n) */
+    unsigned char *seen = (unsigned char *)calloc((size_t)cells, 1);
+    int *slot_of = (int *)malloc((size_t)(pl->n_slots ? pl->n_slots : 1) * sizeof(int));
+    if (!seen || !slot_of) { fprintf(stderr, "order: out of host memory\n"); exit(1); }
+    for (int i = 0; i < pl->n_slots; ++i) slot_of[i] = -1;
+    int fails = 0;
+#define SPLIT_FAIL(...) do { if (fails++ == 0) { printf("split FAIL bh=%d seq=%d G=%d: ", bh, seq, G); printf(__VA_ARGS__); printf("\n"); } } while (0)
+    if (pl->blocks < 1 || pl->blocks > G || pl->first[0] != 0 || pl->first[pl->blocks] != pl->n_work)
+        SPLIT_FAIL("blocks %d, first[0] %d, first[blocks] %d, items %d", pl->blocks, pl->first[0],
+                   pl->first[pl->blocks], pl->n_work);
+    for (int b = 0; b < pl->blocks && !fails; ++b) {
+        if (pl->first[b + 1] <= pl->first[b]) SPLIT_FAIL("block %d has no item", b);
+        for (int i = pl->first[b]; i < pl->first[b + 1]; ++i) {
+            const flash3_work w = pl->work[i];
+            const int len = w.n_end - w.n_begin;
+            if (w.bh < 0 || w.bh >= bh || w.m_blk < 0 || w.m_blk >= q_tiles || w.n_begin < 0 ||
+                w.n_end > w.m_blk + 1 || len < 1 || len > pl->chunk || w.n_begin % pl->chunk)
+                SPLIT_FAIL("item %d (bh %d, tile %d, keys %d..%d)", i, w.bh, w.m_blk, w.n_begin, w.n_end);
+            if (i > pl->first[b] && len > pl->work[i - 1].n_end - pl->work[i - 1].n_begin)
+                SPLIT_FAIL("block %d: item %d longer than the one before", b, i);
+            const int whole = w.n_begin == 0 && w.n_end == w.m_blk + 1;
+            if (whole != (w.slot < 0)) SPLIT_FAIL("item %d: slot %d for a %s", i, w.slot, whole ? "whole tile" : "chunk");
+            if (w.slot >= pl->n_slots) SPLIT_FAIL("item %d: slot %d of %d", i, w.slot, pl->n_slots);
+            if (w.slot >= 0) {
+                if (slot_of[w.slot] >= 0) SPLIT_FAIL("slot %d twice", w.slot);
+                slot_of[w.slot] = i;
+            }
+            for (int n = w.n_begin; n < w.n_end && !fails; ++n)
+                if (seen[((long long)w.bh * q_tiles + w.m_blk) * q_tiles + n]++)
+                    SPLIT_FAIL("(bh %d, tile %d, key tile %d) twice", w.bh, w.m_blk, n);
+        }
+    }
+    for (long long x = 0; x < cells && !fails; ++x) {
+        const int n = (int)(x % q_tiles), m = (int)(x / q_tiles % q_tiles);
+        if ((n <= m) != (seen[x] == 1)) SPLIT_FAIL("(tile %d, key tile %d) seen %d times", m, n, seen[x]);
+    }
+    /* the combine list: each split tile's slots in key order, each written by that chunk */
+    int slots = 0;
+    for (int c = 0; c < pl->n_combine && !fails; ++c) {
+        const flash3_combine_tile t = pl->combine[c];
+        if (t.first_slot != slots || t.chunks != (t.m_blk + pl->chunk) / pl->chunk || t.chunks < 2)
+            SPLIT_FAIL("combine %d: (bh %d, tile %d) slots %d+%d", c, t.bh, t.m_blk, t.first_slot, t.chunks);
+        for (int k = 0; k < t.chunks && !fails; ++k) {
+            const int i = slot_of[t.first_slot + k];
+            if (i < 0 || pl->work[i].bh != t.bh || pl->work[i].m_blk != t.m_blk ||
+                pl->work[i].n_begin != k * pl->chunk)
+                SPLIT_FAIL("combine %d: slot %d not chunk %d of (bh %d, tile %d)", c, t.first_slot + k, k, t.bh, t.m_blk);
+        }
+        slots += t.chunks;
+    }
+    if (slots != pl->n_slots) SPLIT_FAIL("combine list covers %d slots of %d", slots, pl->n_slots);
+#undef SPLIT_FAIL
+    g_failed += fails != 0;
+    free(seen);
+    free(slot_of);
+}
+
+/* rung 8's plan at one shape, as the launch makes it (on all SMs; unsplit: rung 7's order on
+ * min(SMs, tiles) blocks), one line. */
+static void report_split(int b, int h, int seq, int d, int sms)
+{
+    const int bh = b * h;
+    const long long tiles = (long long)bh * ((seq + H3_BLOCK_M - 1) / H3_BLOCK_M);
+    const int G = (int)(tiles < sms ? tiles : sms);
+    flash3_split_plan pl;
+    check_split(bh, seq, sms, &pl);
+    const flash3_params p = shape_params(bh, seq, 1);
+    printf("split %dx%dx%dx%d G=%d chunk=%d items=%d slots=%d combine=%d busiest=%lld unsplit=%lld "
+           "bytes=%zu\n", b, h, seq, d, pl.chunk ? pl.blocks : G, pl.chunk, pl.n_work, pl.n_slots,
+           pl.n_combine, pl.busiest, flash3_busiest_block(p, G, flash3_l2_sections(seq, d, bh, G)),
+           flash3_split_bytes(&pl, d));
+    flash3_split_plan_free(&pl);
+}
+
 /* The host's choice at one shape, as the launch makes it (G = min(SMs, tiles)). */
 static void report(int b, int h, int seq, int d, int sms)
 {
@@ -116,6 +203,18 @@ int main(void)
                                      { 1, 16, 4096, 128 }, { 4, 16, 6000, 64 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i, ++cases)
         report(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 132);
+    for (size_t a = 0; a < sizeof bhs / sizeof bhs[0]; ++a)
+        for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; ++s)
+            for (size_t g = 0; g < sizeof grids / sizeof grids[0]; ++g, ++cases) {
+                flash3_split_plan pl;
+                check_split(bhs[a], seqs[s], grids[g], &pl);
+                flash3_split_plan_free(&pl);
+            }
+    static const int small[][4] = { { 1, 1, 512, 64 }, { 1, 1, 4096, 64 }, { 1, 4, 512, 128 },
+                                     { 1, 4, 2048, 128 }, { 1, 1, 16384, 128 }, { 2, 3, 1000, 64 },
+                                     { 1, 16, 16384, 128 }, { 8, 16, 1024, 64 }, { 1, 8, 16384, 64 } };
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; ++i, ++cases)
+        report_split(small[i][0], small[i][1], small[i][2], small[i][3], 132);
     if (g_failed) return 1;
     printf("order: %d cases ok\n", cases);
     return 0;
