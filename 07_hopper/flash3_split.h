@@ -55,7 +55,11 @@ typedef struct {
  * the whole tiles already spread well: when the longest tile (q_tiles key tiles, + 1 for its
  * prologue and epilogue) is at most 5/4 of an even share of all the work (key tiles + 1 per
  * tile, over G blocks). Otherwise chunks of an even share of the key tiles, ceil(W / G), at
- * least 1; no split either if that leaves every tile whole. */
+ * least 1; no split either where the longest tile would shed fewer than H3_SPLIT_MIN_GAIN key
+ * tiles (q_tiles - chunk): the combine's second launch and the partials' round trip through
+ * memory cost about as much as that (docs/perf-notes.md, rung 8). */
+#define H3_SPLIT_MIN_GAIN 6
+
 static inline int flash3_split_chunk(int seq, int bh_count, int G)
 {
     const long long q_tiles = (seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
@@ -64,7 +68,7 @@ static inline int flash3_split_chunk(int seq, int bh_count, int G)
     if ((q_tiles + 1) * 4 <= share * 5) return 0;
     long long chunk = (W + G - 1) / G;
     if (chunk < 1) chunk = 1;
-    if (chunk >= q_tiles) return 0;
+    if (q_tiles - chunk < H3_SPLIT_MIN_GAIN) return 0;
     return (int)chunk;
 }
 

@@ -15,7 +15,7 @@
  *   rung7_store_overlap.cu + the store's read waited for under the next item's first product
  *   rung8_split_keys.cu  + a split over the keys where the grid is small (flash3_split.h), then a
  *                        combine kernel
- * Without --rung: rung 7 at both head_dims (H3_DEFAULT_RUNG_D64/_D128).
+ * Without --rung: rung 8 at both head_dims (H3_DEFAULT_RUNG_D64/_D128).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
  * This file is the stage: --rung, the TMA tensor maps, the launch of the chosen rung's kernel.
@@ -69,9 +69,9 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
 /* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
  * at the bench shapes (07_hopper/ladder/, docs/perf-notes.md). Kept per head_dim: rung 6 was
  * the fastest at head_dim 64 and rung 5 at 128 until rung 7 took the TMA store's wait off the
- * critical path. */
-#define H3_DEFAULT_RUNG_D64  7
-#define H3_DEFAULT_RUNG_D128 7
+ * critical path; rung 8 is rung 7 where it does not split the keys, and faster where it does. */
+#define H3_DEFAULT_RUNG_D64  8
+#define H3_DEFAULT_RUNG_D128 8
 
 /* The rung to run at this head_dim: --rung, else the default above. */
 static const flash3_rung *rung_for(int head_dim)
@@ -356,7 +356,7 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* parse_flag */  flash3_parse_flag,
     /* flag_help */
     "  --rung N          the ladder's rung, each one idea on the one before; kernel\n"
-    "                    ..._r<N>_sm90a (default: the fastest rung at each head_dim: 7 at\n"
+    "                    ..._r<N>_sm90a (default: the fastest rung at each head_dim: 8 at\n"
     "                    both). Rung, idea, head_dims:\n"
     "                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128\n"
     "                      2  + softmax of tile n under P.V of tile n-1 (overlap)      64, 128\n"

@@ -2,17 +2,19 @@
 # 07_hopper: FlashAttention-3's machinery by hand on sm_90a: TMA tile loads completing on
 # mbarriers, wgmma (S = Q.K^T from shared memory, O += P.V with P from registers).
 #
-# Per step: exactly one kernel, flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a, no
-# copy, no memset, no device memory beyond Q, K, V, O. head_dim 64 and 128 only. The binary holds
+# Per step: one kernel, flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a, no
+# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (8) splits the keys
+# of a small grid, that kernel and flash3_fwd_combine_bf16_d<head_dim>_r8_sm90a, and its plan and
+# partials as extra bytes. head_dim 64 and 128 only. The binary holds
 # sm_90a code only, so every GPU test needs compute capability 9.0 (H100/H200) and skips elsewhere,
 # with the reason; another GPU must refuse with exit 2 (tested where one is present).
 load helpers
 
-# The default kernel of each head_dim (the fastest rung there: 7 at both), with its tile
+# The default kernel of each head_dim (the fastest rung there: 8 at both), with its tile
 # shape (07_hopper/flash3.cuh: 64 query rows per consumer warpgroup, 2 consumer warpgroups;
 # 128-key tiles). tests/07_ladder.bats runs every rung.
-D64_KERNEL='flash3_fwd_bf16_causal_128x128_d64_r7_sm90a'
-D128_KERNEL='flash3_fwd_bf16_causal_128x128_d128_r7_sm90a'
+D64_KERNEL='flash3_fwd_bf16_causal_128x128_d64_r8_sm90a'
+D128_KERNEL='flash3_fwd_bf16_causal_128x128_d128_r8_sm90a'
 
 # Every test needs a Hopper GPU but those marked "(no GPU needed)" or "(non-Hopper GPU)".
 setup() {
@@ -29,52 +31,89 @@ kernel_for() {
     if [ "$1" = 64 ]; then echo "$D64_KERNEL"; else echo "$D128_KERNEL"; fi
 }
 
-# The trace holds the 3 active steps' kernels, all of them this head_dim's flash3 kernel.
+# The trace holds the 3 active steps' kernels: this head_dim's flash3 kernel each step, and (SPLIT
+# given and 1) the combine kernel after each.
 assert_flash3_kernels() {
-    local names
+    local names split=${2:-0}
     names=$(trace_query "$TRACE" kernels)
     printf 'kernels:\n%s\n' "$names"
-    [ "$(printf '%s\n' "$names" | grep -c .)" -eq 3 ]
+    [ "$(printf '%s\n' "$names" | grep -c .)" -eq $((3 + 3 * split)) ]
     [ "$(printf '%s\n' "$names" | grep -c "^$(kernel_for "$1")(")" -eq 3 ]
-    [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[1-7]_sm90a\(')" -eq 3 ]
+    [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[1-8]_sm90a\(')" -eq 3 ]
+    [ "$(printf '%s\n' "$names" | grep -c "^flash3_fwd_combine_bf16_d$1_r8_sm90a(")" -eq $((3 * split)) ]
+}
+
+# splits BATCH HEADS SEQ SMS: 1 if rung 8 splits the keys at that shape on SMS multiprocessors,
+# else 0. The rule of 07_hopper/flash3_split.h, written out again: q query tiles of 128 rows, W key
+# tiles of work (causal), an even share (W + one per tile) over the SMs; a split where the longest
+# tile (q + 1) is more than 5/4 of the share and chunks of ceil(W / SMs) key tiles shed at least
+# 6 of its key tiles.
+splits() {
+    local bh=$(($1 * $2)) q=$((($3 + 127) / 128)) g=$4 w share chunk
+    w=$((bh * q * (q + 1) / 2))
+    share=$(((w + bh * q + g - 1) / g))
+    chunk=$(((w + g - 1) / g))
+    [ "$chunk" -ge 1 ] || chunk=1
+    if [ $(((q + 1) * 4)) -gt $((share * 5)) ] && [ $((q - chunk)) -ge 6 ]; then echo 1; else echo 0; fi
 }
 
 # assert_kernels HEAD_DIM: assert_flash3_kernels (assert_one_kernel_shape's kernel check).
 assert_kernels() { assert_flash3_kernels "$1"; }
 
-# shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; one kernel per step, no copy,
-# no extra bytes, a valid trace with the named kernel (assert_one_kernel_shape).
-shape_case() { quick assert_one_kernel_shape 07_hopper "$@"; }
+# shape_case BATCH HEADS SEQ HEAD_DIM: every query row checked; no copy, a valid trace with the
+# named kernel; where rung 8 splits (splits, on the run's SM count) two kernels per step, the
+# combine kernel in the trace and extra bytes, else one kernel and none.
+shape_case() { quick assert_07_shape "$@"; }
+assert_07_shape() {
+    local split sms
+    # shellcheck disable=SC2046  # the run's words
+    stage_result $(shape_flags 07_hopper "$@")
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    [ "$(field shape)" = "$1x$2x$3x$4" ]
+    assert_rel_l2_le 1e-2
+    sms=$(printf '%s\n' "$output" | sed -n 's/^device .*(\([0-9][0-9]*\) SMs, .*/\1/p' | head -n 1)
+    [ -n "$sms" ]
+    split=$(splits "$1" "$2" "$3" "$sms")
+    echo "splits: $split ($sms SMs)"
+    [ "$(field kernels_per_step)" = $((1 + split)) ]
+    [ "$(field memcpy_per_step)" = 0 ]
+    if [ "$split" = 1 ]; then [ "$(field extra_bytes)" -gt 0 ]; else [ "$(field extra_bytes)" = 0 ]; fi
+    trace_query "$TRACE" valid
+    assert_flash3_kernels "$4" "$split"
+    [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
+}
 
 # seq around the tile edges (64-row warpgroups, 128-key tiles, 128- or 192-row query tiles): one
 # partial tile, a tile plus one row, 2 stages, an odd number of key tiles, 33 key tiles with a
 # 1-row tail.
-@test "07_hopper seq 1 head_dim 64: PASS, one kernel" { shape_case 2 3 1 64; }
-@test "07_hopper seq 1 head_dim 128: PASS, one kernel" { shape_case 2 3 1 128; }
-@test "07_hopper seq 17 head_dim 64: PASS, one kernel" { shape_case 2 3 17 64; }
-@test "07_hopper seq 17 head_dim 128: PASS, one kernel" { shape_case 2 3 17 128; }
-@test "07_hopper seq 63 head_dim 64: PASS, one kernel" { shape_case 2 3 63 64; }
-@test "07_hopper seq 63 head_dim 128: PASS, one kernel" { shape_case 2 3 63 128; }
-@test "07_hopper seq 65 head_dim 64: PASS, one kernel" { shape_case 2 3 65 64; }
-@test "07_hopper seq 65 head_dim 128: PASS, one kernel" { shape_case 2 3 65 128; }
-@test "07_hopper seq 127 head_dim 64: PASS, one kernel" { shape_case 2 3 127 64; }
-@test "07_hopper seq 127 head_dim 128: PASS, one kernel" { shape_case 2 3 127 128; }
-@test "07_hopper seq 129 head_dim 64: PASS, one kernel" { shape_case 2 3 129 64; }
-@test "07_hopper seq 129 head_dim 128: PASS, one kernel" { shape_case 2 3 129 128; }
-@test "07_hopper seq 191 head_dim 64: PASS, one kernel" { shape_case 2 3 191 64; }
-@test "07_hopper seq 191 head_dim 128: PASS, one kernel" { shape_case 2 3 191 128; }
-@test "07_hopper seq 193 head_dim 64: PASS, one kernel" { shape_case 2 3 193 64; }
-@test "07_hopper seq 193 head_dim 128: PASS, one kernel" { shape_case 2 3 193 128; }
-@test "07_hopper seq 255 head_dim 64: PASS, one kernel" { shape_case 2 3 255 64; }
-@test "07_hopper seq 255 head_dim 128: PASS, one kernel" { shape_case 2 3 255 128; }
-@test "07_hopper seq 1000 head_dim 64: PASS, one kernel" { shape_case 2 2 1000 64; }
-@test "07_hopper seq 1000 head_dim 128: PASS, one kernel" { shape_case 2 2 1000 128; }
-@test "07_hopper seq 1024 head_dim 64: PASS, one kernel" { shape_case 2 2 1024 64; }
-@test "07_hopper seq 1024 head_dim 128: PASS, one kernel" { shape_case 2 2 1024 128; }
-@test "07_hopper seq 4097 head_dim 64: PASS, one kernel" { shape_case 1 1 4097 64; }
-@test "07_hopper seq 4097 head_dim 128: PASS, one kernel" { shape_case 1 1 4097 128; }
+@test "07_hopper seq 1 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 3 1 64; }
+@test "07_hopper seq 1 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 3 1 128; }
+@test "07_hopper seq 17 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 3 17 64; }
+@test "07_hopper seq 17 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 3 17 128; }
+@test "07_hopper seq 63 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 3 63 64; }
+@test "07_hopper seq 63 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 3 63 128; }
+@test "07_hopper seq 65 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 3 65 64; }
+@test "07_hopper seq 65 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 3 65 128; }
+@test "07_hopper seq 127 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 3 127 64; }
+@test "07_hopper seq 127 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 3 127 128; }
+@test "07_hopper seq 129 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 3 129 64; }
+@test "07_hopper seq 129 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 3 129 128; }
+@test "07_hopper seq 191 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 3 191 64; }
+@test "07_hopper seq 191 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 3 191 128; }
+@test "07_hopper seq 193 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 3 193 64; }
+@test "07_hopper seq 193 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 3 193 128; }
+@test "07_hopper seq 255 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 3 255 64; }
+@test "07_hopper seq 255 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 3 255 128; }
+@test "07_hopper seq 1000 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 2 1000 64; }
+@test "07_hopper seq 1000 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 2 1000 128; }
+@test "07_hopper seq 1024 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 2 2 1024 64; }
+@test "07_hopper seq 1024 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 2 2 1024 128; }
+@test "07_hopper seq 4097 head_dim 64: PASS, one kernel (two where it splits)" { shape_case 1 1 4097 64; }
+@test "07_hopper seq 4097 head_dim 128: PASS, one kernel (two where it splits)" { shape_case 1 1 4097 128; }
 
-# The kernel's reduction order is fixed (no atomics, no split over keys) and a missing wait on a
+# The kernels' reduction order is fixed (no atomics; a split's combine in key order) and a missing wait on a
 # barrier would show as run-to-run differences: three runs with the same seed print the same
 # result (the O hash where the harness prints one, else the error figures to the last digit).
 @test "07_hopper same seed, same result over three runs" {

@@ -161,13 +161,13 @@ rung_checks() {
     done
 }
 
-@test "07 ladder: without --rung, head_dim 64 and head_dim 128 run rung 7" {
+@test "07 ladder: without --rung, head_dim 64 and head_dim 128 run rung 8" {
     stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
-    assert_rung_kernel 7 64
+    assert_rung_kernel 8 64
     stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
-    assert_rung_kernel 7 128
+    assert_rung_kernel 8 128
 }
 
 # Rungs 5-7 cut the heads into L2 sections only where K and V outgrow H3_L2_KV_BUDGET (16 MiB):
