@@ -98,7 +98,9 @@ def parse(lines):
         m = DETAILS_RE.match(line)
         if m:
             cur.update(kernel=m.group(1), regs=m.group(2), smem=int(m.group(3)) + int(m.group(4)))
-        elif line.lstrip().startswith("counters"):
+        elif line.lstrip().startswith("counters") and "dram" not in cur:
+            # the rung's forward kernel's counters: the first counters line after its details
+            # (rung 8's combine kernel, where it splits, has its own line after it)
             for key, rx in (("dram", DRAM_RE), ("achieved", ACHIEVED_RE), ("tensor", TENSOR_RE), ("gmma", GMMA_RE)):
                 mm = rx.search(line)
                 if mm:

@@ -282,6 +282,17 @@ rung_checks() {
     cmp <(printf '%s\n' "$output") "$BATS_TEST_TMPDIR/ladder_8x16x1024x64.md"
 }
 
+# Where rung 8 splits, its run has two kernels and two counters lines: the row takes the forward
+# kernel's (the first, after its details line), not the combine kernel's (no GMMA, no tensor pipe).
+@test "07 ladder: a split rung's row has its forward kernel's counters, not the combine's (no GPU needed)" {
+    run python3 "$ROOT/bench/ladder.py" render "$ROOT/tests/data/ladder_summary_split.txt" "$BATS_TEST_TMPDIR"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^    counters: ' "$ROOT/tests/data/ladder_summary_split.txt")" -eq 2 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^| 8 |')" -eq 1 ]
+    printf '%s\n' "$output" | grep -qxF '| 8 | + split over the keys where the grid is small, combine | 16.0 | 134.2 | 168 | 99424 | 41.22 kB | 13.7% | 26.8% | 50,688 |'
+}
+
 @test "07 ladder: a rung that refuses the shape is a row with its message (no GPU needed)" {
     printf 'rung 4 + ping-pong of the two consumer warpgroups\nunsupported rung=4 message=rung 4 of 07_hopper does not run head_dim 128\n' > "$BATS_TEST_TMPDIR/s.txt"
     run python3 "$ROOT/bench/ladder.py" render "$BATS_TEST_TMPDIR/s.txt" "$BATS_TEST_TMPDIR"
