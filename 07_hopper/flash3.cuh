@@ -638,6 +638,6 @@ typedef struct {
 
 extern const flash3_rung FLASH3_RUNG(1), FLASH3_RUNG(2), FLASH3_RUNG(3), FLASH3_RUNG(4),
                          FLASH3_RUNG(5), FLASH3_RUNG(6), FLASH3_RUNG(7),
-                         FLASH3_RUNG(8);
+                         FLASH3_RUNG(8), FLASH3_RUNG(9);
 
 #endif

@@ -15,7 +15,8 @@
  *   rung7_store_overlap.cu + the store's read waited for under the next item's first product
  *   rung8_split_keys.cu  + a split over the keys where the grid is small (flash3_split.h), then a
  *                        combine kernel
- * Without --rung: rung 8 at both head_dims (H3_DEFAULT_RUNG_D64/_D128).
+ *   rung9_item_overlap.cu + an item's first S and softmax under the previous item's last P.V
+ * Without --rung: the fastest rung at each head_dim (H3_DEFAULT_RUNG_D64/_D128).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
  * This file is the stage: --rung, the TMA tensor maps, the launch of the chosen rung's kernel.
@@ -48,7 +49,7 @@
 /* The ladder, in order (in the regions build, its instrumented copies: flash3.cuh). */
 static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &FLASH3_RUNG(3),
                                             &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6),
-                                            &FLASH3_RUNG(7), &FLASH3_RUNG(8) };
+                                            &FLASH3_RUNG(7), &FLASH3_RUNG(8), &FLASH3_RUNG(9) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
@@ -67,11 +68,14 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
 }
 
 /* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
- * at the bench shapes (07_hopper/ladder/, docs/perf-notes.md). Kept per head_dim: rung 6 was
- * the fastest at head_dim 64 and rung 5 at 128 until rung 7 took the TMA store's wait off the
- * critical path; rung 8 is rung 7 where it does not split the keys, and faster where it does. */
+ * at the bench shapes and at the small grids of the sweep (07_hopper/ladder/, docs/perf-notes.md
+ * has each rung's measurements). Kept per head_dim: for a while rung 6 was the fastest at
+ * head_dim 64 and rung 5 at 128. */
 #define H3_DEFAULT_RUNG_D64  8
 #define H3_DEFAULT_RUNG_D128 8
+
+#define H3_STR_(x) #x
+#define H3_STR(x)  H3_STR_(x)
 
 /* The rung to run at this head_dim: --rung, else the default above. */
 static const flash3_rung *rung_for(int head_dim)
@@ -229,7 +233,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
                              "transactions)", H3_BLOCK_M, r->persistent, smem_for(r, s->head_dim) };
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
         snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
-                 "1-3 and 5-8 run 64 and 128)", r->number, s->head_dim);
+                 "1-3 and 5-9 run 64 and 128)", r->number, s->head_dim);
         return 1;
     }
     return tiled_supports(&l, s, prop, why, why_len);
@@ -356,8 +360,9 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* parse_flag */  flash3_parse_flag,
     /* flag_help */
     "  --rung N          the ladder's rung, each one idea on the one before; kernel\n"
-    "                    ..._r<N>_sm90a (default: the fastest rung at each head_dim: 8 at\n"
-    "                    both). Rung, idea, head_dims:\n"
+    "                    ..._r<N>_sm90a (default: the fastest rung at each head_dim: "
+    H3_STR(H3_DEFAULT_RUNG_D64) " at\n"
+    "                    64, " H3_STR(H3_DEFAULT_RUNG_D128) " at 128). Rung, idea, head_dims:\n"
     "                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128\n"
     "                      2  + softmax of tile n under P.V of tile n-1 (overlap)      64, 128\n"
     "                      3  + persistent grid, tiles longest-first, 2 Q buffers      64, 128\n"
@@ -365,7 +370,8 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                      5  + tiles in L2 sections of heads (4 at 64, 3 at 128)      64, 128\n"
     "                      6  + O stored by TMA from the shared tile                   64, 128\n"
     "                      7  + the store's read waited for under the next S           64, 128\n"
-    "                      8  + split over the keys where the grid is small, combine   64, 128",
+    "                      8  + split over the keys where the grid is small, combine   64, 128\n"
+    "                      9  + the next item's first S under this one's last P.V      64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

@@ -3,18 +3,20 @@
 # mbarriers, wgmma (S = Q.K^T from shared memory, O += P.V with P from registers).
 #
 # Per step: one kernel, flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a, no
-# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (8) splits the keys
-# of a small grid, that kernel and flash3_fwd_combine_bf16_d<head_dim>_r8_sm90a, and its plan and
-# partials as extra bytes. head_dim 64 and 128 only. The binary holds
+# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (8 or 9) splits the
+# keys of a small grid, that kernel and flash3_fwd_combine_bf16_d<head_dim>_r<rung>_sm90a, and its
+# plan and partials as extra bytes. head_dim 64 and 128 only. The binary holds
 # sm_90a code only, so every GPU test needs compute capability 9.0 (H100/H200) and skips elsewhere,
 # with the reason; another GPU must refuse with exit 2 (tested where one is present).
 load helpers
 
-# The default kernel of each head_dim (the fastest rung there: 8 at both), with its tile
-# shape (07_hopper/flash3.cuh: 64 query rows per consumer warpgroup, 2 consumer warpgroups;
-# 128-key tiles). tests/07_ladder.bats runs every rung.
-D64_KERNEL='flash3_fwd_bf16_causal_128x128_d64_r8_sm90a'
-D128_KERNEL='flash3_fwd_bf16_causal_128x128_d128_r8_sm90a'
+# The default rung of each head_dim (the fastest there: hopper.cu's H3_DEFAULT_RUNG_D64/_D128) and
+# its kernel, with its tile shape (07_hopper/flash3.cuh: 64 query rows per consumer warpgroup, 2
+# consumer warpgroups; 128-key tiles). tests/07_ladder.bats runs every rung.
+DEFAULT_RUNG_D64=8
+DEFAULT_RUNG_D128=8
+D64_KERNEL="flash3_fwd_bf16_causal_128x128_d64_r${DEFAULT_RUNG_D64}_sm90a"
+D128_KERNEL="flash3_fwd_bf16_causal_128x128_d128_r${DEFAULT_RUNG_D128}_sm90a"
 
 # Every test needs a Hopper GPU but those marked "(no GPU needed)" or "(non-Hopper GPU)".
 setup() {
@@ -27,6 +29,9 @@ setup() {
 # The lean runs of the tests below (tests/runs.bash), at once, before the first test.
 setup_file() { prerun_suite; }
 
+rung_for() {
+    if [ "$1" = 64 ]; then echo "$DEFAULT_RUNG_D64"; else echo "$DEFAULT_RUNG_D128"; fi
+}
 kernel_for() {
     if [ "$1" = 64 ]; then echo "$D64_KERNEL"; else echo "$D128_KERNEL"; fi
 }
@@ -39,8 +44,8 @@ assert_flash3_kernels() {
     printf 'kernels:\n%s\n' "$names"
     [ "$(printf '%s\n' "$names" | grep -c .)" -eq $((3 + 3 * split)) ]
     [ "$(printf '%s\n' "$names" | grep -c "^$(kernel_for "$1")(")" -eq 3 ]
-    [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[1-8]_sm90a\(')" -eq 3 ]
-    [ "$(printf '%s\n' "$names" | grep -c "^flash3_fwd_combine_bf16_d$1_r8_sm90a(")" -eq $((3 * split)) ]
+    [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[1-9]_sm90a\(')" -eq 3 ]
+    [ "$(printf '%s\n' "$names" | grep -c "^flash3_fwd_combine_bf16_d$1_r$(rung_for "$1")_sm90a(")" -eq $((3 * split)) ]
 }
 
 # splits BATCH HEADS SEQ SMS: 1 if rung 8 splits the keys at that shape on SMS multiprocessors,

@@ -14,14 +14,14 @@ setup() {
 # Dynamic shared memory of a rung's block (07_hopper/flash3.cuh, H3_SMEM_BYTES): 1024 (alignment)
 # + QB x Q (128 rows) + 2 stages x (K + V) (128 rows) + mbarriers (9 with one Q buffer, 12 with two).
 #   one Q buffer (rungs 1-2):  d64 1024 + 16384 + 65536 + 72 = 83016,  d128 1024 + 32768 + 131072 + 72 = 164936
-#   two Q buffers (rungs 3-7): d64 1024 + 32768 + 65536 + 96 = 99424,  d128 1024 + 65536 + 131072 + 96 = 197728
-#   (rungs 6-8 store O from the Q buffer it was staged in: no shared memory of their own)
+#   two Q buffers (rungs 3-9): d64 1024 + 32768 + 65536 + 96 = 99424,  d128 1024 + 65536 + 131072 + 96 = 197728
+#   (rungs 6-9 store O from the Q buffer it was staged in: no shared memory of their own)
 smem_of() {
     case "$1:$2" in
         1:64 | 2:64) echo 83016 ;;
         1:128 | 2:128) echo 164936 ;;
-        3:64 | 4:64 | 5:64 | 6:64 | 7:64 | 8:64) echo 99424 ;;
-        3:128 | 5:128 | 6:128 | 7:128 | 8:128) echo 197728 ;;
+        3:64 | 4:64 | 5:64 | 6:64 | 7:64 | 8:64 | 9:64) echo 99424 ;;
+        3:128 | 5:128 | 6:128 | 7:128 | 8:128 | 9:128) echo 197728 ;;
     esac
 }
 
@@ -47,14 +47,14 @@ sm_count() {
     printf '%s\n' "$output" | sed -n 's/^device .*(\([0-9][0-9]*\) SMs, .*/\1/p' | head -n 1
 }
 
-# The combine kernel's details line of rung 8 where it split the keys: its grid is (split tiles,
-# 128 / rows per block), 256 threads.
+# combine_lines HEAD_DIM [RUNG]: the combine kernel's details lines of rung 8 (or RUNG) where it
+# split the keys: its grid is (split tiles, 128 / rows per block), 256 threads.
 combine_lines() {
-    printf '%s\n' "$output" | grep -cE "^  flash3_fwd_combine_bf16_d$1_r8_sm90a\(flash3_combine_params\): grid \[[0-9]+, $((128 / (256 / ($1 / 8)))), 1\], block \[256, 1, 1\], "
+    printf '%s\n' "$output" | grep -cE "^  flash3_fwd_combine_bf16_d$1_r${2:-8}_sm90a\(flash3_combine_params\): grid \[[0-9]+, $((128 / (256 / ($1 / 8)))), 1\], block \[256, 1, 1\], "
 }
 
 # rung_case RUNG HEAD_DIM: every run of rung_cases PASSes with one rung kernel per step, no copy,
-# no extra bytes (rung 8: where its details show the combine kernel, two kernels per step and
+# no extra bytes (rungs 8-9: where its details show the combine kernel, two kernels per step and
 # extra bytes for its plan and partials; else one and none); the repeat has the same o_hash as the first seq-1000 run (the kernel's reduction
 # order is fixed, so a missing wait or a stage released early shows as a difference). Every case
 # is checked and each failure listed. The o_hash is kept for the cross-rung test below.
@@ -70,13 +70,13 @@ rung_checks() {
         expect "$c: check=$(field check)" [ "$(field check)" = PASS ]
         expect "$c: rel_l2=$(field rel_l2) over 1e-2" assert_rel_l2_le 1e-2
         expect "$c: memcpy_per_step=$(field memcpy_per_step)" [ "$(field memcpy_per_step)" = 0 ]
-        if [ "$r" = 8 ] && [ "$(combine_lines "$d")" = 1 ]; then
+        if [ "$r" -ge 8 ] && [ "$(combine_lines "$d" "$r")" = 1 ]; then
             expect "$c: kernels_per_step=$(field kernels_per_step) with a split" [ "$(field kernels_per_step)" = 2 ]
             expect "$c: extra_bytes=$(field extra_bytes) with a split" [ "$(field extra_bytes)" -gt 0 ]
         else
             expect "$c: kernels_per_step=$(field kernels_per_step)" [ "$(field kernels_per_step)" = 1 ]
             expect "$c: extra_bytes=$(field extra_bytes)" [ "$(field extra_bytes)" = 0 ]
-            expect "$c: a combine kernel line" [ "$(combine_lines "$d")" = 0 ]
+            expect "$c: a combine kernel line" [ "$(combine_lines "$d" "$r")" = 0 ]
         fi
         expect "$c: not one r$r kernel line" assert_rung_kernel "$r" "$d"
         case "$c" in *" 1000 $d "*) first=$(field o_hash) ;; esac
@@ -103,6 +103,8 @@ rung_checks() {
 @test "07 ladder rung 7 head_dim 128: every odd seq PASS, one r7 kernel, same o_hash" { rung_case 7 128; }
 @test "07 ladder rung 8 head_dim 64: every odd seq PASS, one r8 kernel (+ combine where split), same o_hash" { rung_case 8 64; }
 @test "07 ladder rung 8 head_dim 128: every odd seq PASS, one r8 kernel (+ combine where split), same o_hash" { rung_case 8 128; }
+@test "07 ladder rung 9 head_dim 64: every odd seq PASS, one r9 kernel (+ combine where split), same o_hash" { rung_case 9 64; }
+@test "07 ladder rung 9 head_dim 128: every odd seq PASS, one r9 kernel (+ combine where split), same o_hash" { rung_case 9 128; }
 
 # Rung 8 splits the keys where the tiles are few against the SMs (flash3_split.h; the plans are
 # checked on the CPU below): at 2x3x1000 (48 tiles) chunks of 2 key tiles where the device has
@@ -146,6 +148,19 @@ rung_checks() {
     done
 }
 
+# Rung 9 computes rung 8's items with rung 8's arithmetic in the same order (only when each
+# item's first S is issued changes), so at seq 1000, which rung 8 splits, it writes rung 8's O.
+@test "07 ladder: rung 9 writes the same O bits as rung 8 at seq 1000, each head_dim" {
+    local d want got
+    for d in 64 128; do
+        want=$(cat "$BATS_FILE_TMPDIR/o_hash.r8.d$d")
+        got=$(cat "$BATS_FILE_TMPDIR/o_hash.r9.d$d")
+        echo "head_dim $d rung 9: $got (rung 8: $want)"
+        [ -n "$want" ]
+        [ "$got" = "$want" ]
+    done
+}
+
 # The grids: rungs 1-2 one block per query tile, (batch*heads, ceil(seq/128)); rungs 3-7
 # persistent, min(SMs, tiles): at 2x3x1000, 6 x 8 = 48 tiles, fewer than any Hopper's SMs.
 @test "07 ladder: rungs 1-2 launch (batch*heads, query tiles), rungs 3-7 one block per tile up to the SMs" {
@@ -161,13 +176,24 @@ rung_checks() {
     done
 }
 
-@test "07 ladder: without --rung, head_dim 64 and head_dim 128 run rung 8" {
+# The default rung of each head_dim (hopper.cu's H3_DEFAULT_RUNG_D64/_D128).
+DEFAULT_RUNG_D64=8
+DEFAULT_RUNG_D128=8
+
+@test "07 ladder: without --rung, --help names the default rung of each head_dim (no GPU needed)" {
+    run "$ROOT/07_hopper/run" --help
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | grep -qF "(default: the fastest rung at each head_dim: $DEFAULT_RUNG_D64 at"
+    printf '%s\n' "$output" | grep -qF "64, $DEFAULT_RUNG_D128 at 128). Rung, idea, head_dims:"
+}
+
+@test "07 ladder: without --rung, head_dim 64 and head_dim 128 run their default rungs" {
     stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
-    assert_rung_kernel 8 64
+    assert_rung_kernel "$DEFAULT_RUNG_D64" 64
     stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
-    assert_rung_kernel 8 128
+    assert_rung_kernel "$DEFAULT_RUNG_D128" 128
 }
 
 # Rungs 5-7 cut the heads into L2 sections only where K and V outgrow H3_L2_KV_BUDGET (16 MiB):
@@ -184,7 +210,7 @@ rung_checks() {
         [ "$(field check)" = PASS ]
         want=$(field o_hash)
         [ -n "$want" ]
-        for r in 5 6 7 8; do
+        for r in 5 6 7 8 9; do
             rung_result "$r ${shape[*]} --seed 7"
             echo "${shape[*]}: rung $r $(field o_hash) (rung $base: $want)"
             [ "$status" -eq 0 ]
@@ -198,7 +224,7 @@ rung_checks() {
 
 # ---- CPU ---------------------------------------------------------------------------------------
 
-@test "07 ladder: --help lists the eight rungs with their idea and head_dims (no GPU needed)" {
+@test "07 ladder: --help lists the nine rungs with their idea and head_dims (no GPU needed)" {
     run "$ROOT/07_hopper/run" --help
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" | grep -qxF '                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128'
@@ -209,17 +235,18 @@ rung_checks() {
     printf '%s\n' "$output" | grep -qxF '                      6  + O stored by TMA from the shared tile                   64, 128'
     printf '%s\n' "$output" | grep -qxF "                      7  + the store's read waited for under the next S           64, 128"
     printf '%s\n' "$output" | grep -qxF '                      8  + split over the keys where the grid is small, combine   64, 128'
+    printf '%s\n' "$output" | grep -qxF "                      9  + the next item's first S under this one's last P.V      64, 128"
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
 }
 
 @test "07 ladder: a bad --rung exits 2 with one line naming the range (no GPU needed)" {
     local v
-    for v in 0 9 99 x -1 2.5 ''; do
+    for v in 0 10 99 x -1 2.5 ''; do
         run "$ROOT/07_hopper/run" --rung "$v" --trace none
         echo "--rung '$v': $status $output"
         [ "$status" -eq 2 ]
         [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
-        [[ "$output" == "--rung: "*"(expected 1 to 8)" ]]
+        [[ "$output" == "--rung: "*"(expected 1 to 9)" ]]
     done
     run "$ROOT/07_hopper/run" --trace none --rung
     [ "$status" -eq 2 ]
@@ -230,7 +257,7 @@ rung_checks() {
     run "$ROOT/07_hopper/run" --rung 4 --head-dim 128 --trace none
     echo "$output"
     [ "$status" -eq 2 ]
-    [ "$output" = "rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 and 5-8 run 64 and 128)" ]
+    [ "$output" = "rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 and 5-9 run 64 and 128)" ]
 }
 
 @test "07 ladder: make ladder at a head_dim no rung runs: the stage's one line, exit 2, nothing written (no GPU needed)" {

@@ -136,9 +136,9 @@ runs_07_ladder() {
             rung_flags $r
         done < <(rung_cases $c)
     done < <(test_calls rung_case "$(suite_file 07_ladder)")
-    # the L2-sections test: the rung each builds on and rungs 5-8, at shapes of two sections
-    for r in 4 5 6 7 8; do rung_flags "$r" 4 8 4096 64 --seed 7; done
-    for r in 3 5 6 7 8; do rung_flags "$r" 1 16 4096 128 --seed 7; done
+    # the L2-sections test: the rung each builds on and rungs 5-9, at shapes of two sections
+    for r in 4 5 6 7 8 9; do rung_flags "$r" 4 8 4096 64 --seed 7; done
+    for r in 3 5 6 7 8 9; do rung_flags "$r" 1 16 4096 128 --seed 7; done
     # rung 8 where it has nothing to split
     rung_flags 8 2 3 65 64 --check-rows all --seed 7
     rung_flags 8 2 3 65 128 --check-rows all --seed 7
