@@ -88,7 +88,7 @@
 #define H3_PRODUCER_REGS 24
 #define H3_CONSUMER_REGS 240
 
-/* One work item of a split over the keys (rung 8, flash3_split.h): query tile m_blk of (batch,
+/* One work item of a split over the keys (rungs 8-9, flash3_split.h): query tile m_blk of (batch,
  * head) bh against key tiles n_begin .. n_end-1 only. slot < 0: the item is the tile's whole key
  * range, and its O goes to p.o as in rung 7; else its partial O (fp32, divided by its own row
  * sums) and log-sum-exp go to slot `slot` of p.o_part and p.lse_part, and the combine kernel
@@ -110,7 +110,7 @@ typedef struct {
     int bh_count, q_tiles;     /* batch*heads; query tiles per head (persistent grid's work) */
     int l2_sections;           /* 1 .. bh_count: the sections of heads of flash3_section_item */
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
-    /* rung 8 with a split over the keys (NULL otherwise): block b's items are
+    /* rungs 8-9 with a split over the keys (NULL otherwise): block b's items are
      * work[work_first[b] .. work_first[b+1]-1], in that order; partial O [slot][128][head_dim]
      * and log-sum-exp (log2 units) [slot][128], fp32 */
     const flash3_work *work;
@@ -625,7 +625,7 @@ static __device__ __forceinline__ attn_regions_ctx flash3_regions_start(const fl
 
 /* One rung: its number, its one idea (for --help and the ladder table), its kernels (NULL where
  * it does not run that head_dim), and its launch: a persistent grid or one block per query tile,
- * QB Q buffers; the combine kernels of a rung that splits over the keys (rung 8; NULL on the
+ * QB Q buffers; the combine kernels of a rung that splits over the keys (rungs 8-9; NULL on the
  * others). Each rung file defines one (FLASH3_RUNG(1): flash3_rung_1 ...). */
 typedef struct {
     int number;

@@ -24,8 +24,8 @@
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128 (rung 4: 64), any
- * seq >= 1. One launch per forward, no extra device memory; rung 8 where it splits: two launches
- * and its plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
+ * seq >= 1. One launch per forward, no extra device memory; rungs 8-9 where they split: two
+ * launches and the plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
  * on compute capability 9.0 alone; the Makefile's 07_hopper_ARCH).
  *
  * Kernel names: flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a; the
@@ -36,6 +36,7 @@
 #include <cudaTypedefs.h>      /* PFN_cuTensorMapEncodeTiled_v12000 */
 #include <cuda_runtime.h>
 #include <math_constants.h>   /* CUDART_L2E_F = log2(e) */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,7 @@ typedef struct {
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
     int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-8) */
-    flash3_split_plan plan;    /* rung 8: the split for this shape (plan.chunk 0: none) */
+    flash3_split_plan plan;    /* rungs 8-9: the split for this shape (plan.chunk 0: none) */
     void *split_mem;           /* its device copy and the partials (flash3_split_bytes) */
     flash3_work *d_work;
     int *d_first;
@@ -200,8 +201,8 @@ static int device_sms(void)
     return sms;
 }
 
-/* rung 8's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or where it does not
- * split). Exits 1 if host memory runs out. */
+/* rungs 8-9's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
+ * where it does not split). Exits 1 if host memory runs out. */
 static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
 {
     memset(pl, 0, sizeof *pl);
@@ -212,7 +213,7 @@ static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
     }
 }
 
-/* Device bytes beyond Q, K, V, O: rung 8's plan and partials where it splits, else none. */
+/* Device bytes beyond Q, K, V, O: rungs 8-9's plan and partials where they split, else none. */
 static size_t flash3_extra_bytes(const attn_shape *s)
 {
     flash3_split_plan pl;
@@ -222,8 +223,8 @@ static size_t flash3_extra_bytes(const attn_shape *s)
     return bytes;
 }
 
-/* head_dim 64 or 128 and one the chosen rung runs (checked without a device); compute
- * capability 9.0 exactly (the sm_90a binary runs nowhere else); shared memory within the opt-in
+/* head_dim 64 or 128 and one the chosen rung runs, batch x heads within an int (the kernels'
+ * (batch, head) index, the work orders; checked without a device); compute capability 9.0 exactly (the sm_90a binary runs nowhere else); shared memory within the opt-in
  * limit; grid limits (rungs 1-2, one block per query tile). */
 static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char *why, size_t why_len)
 {
@@ -231,6 +232,11 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
     const tiled_launch l = { "07_hopper", 9, 1,
                              "a Hopper GPU, compute capability 9.0 (sm_90a: wgmma, TMA, mbarrier "
                              "transactions)", H3_BLOCK_M, r->persistent, smem_for(r, s->head_dim) };
+    if ((long long)s->batch * s->heads > INT_MAX) {
+        snprintf(why, why_len, "batch x heads = %lld is more than 07_hopper indexes (at most %d)",
+                 (long long)s->batch * s->heads, INT_MAX);
+        return 1;
+    }
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
         snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
                  "1-3 and 5-9 run 64 and 128)", r->number, s->head_dim);
@@ -291,7 +297,7 @@ static void flash3_forward(attn_problem *p)
         memcmp(&st->shape, s, sizeof *s) != 0) {
         if (st->plan.chunk && memcmp(&st->shape, s, sizeof *s) != 0)
             check_fail("07_hopper", "flash3_forward", __FILE__, __LINE__,
-                       "the shape changed after set-up", "rung 8's split plan is the set-up's");
+                       "the shape changed after set-up", "the split plan is the set-up's");
         encode_maps(st, p);
     }
     flash3_params fp;
@@ -320,7 +326,7 @@ static void flash3_forward(attn_problem *p)
     CUDA_CHECK(cudaLaunchKernel(rung_kernel(r, s->head_dim), grid, dim3(H3_THREADS), args,
                                 smem_for(r, s->head_dim), p->stream));
     if (st->plan.n_combine) {
-        /* rung 8: the split tiles' partials into O (256 threads: 8 columns each, rows of
+        /* rungs 8-9: the split tiles' partials into O (256 threads: 8 columns each, rows of
          * 256 / (head_dim / 8) a block) */
         flash3_combine_params cp;
         cp.tiles = st->d_combine;

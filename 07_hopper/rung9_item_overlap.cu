@@ -83,7 +83,10 @@ static __device__ __forceinline__ void store_o_partial(const flash3_params &p, c
         for (int j = 0; j < D / 8; ++j)
             *(float2 *)(op + (size_t)r * D + 8 * j + 2 * t) =
                 make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-        if (t == 0) lp[r] = l > 0.f ? fmaf(m_run[h], p.scale_log2, log2f(l)) : -INFINITY;
+        /* l = 0: a row with no key (none in a causal split) gets -inf, which the combine leaves
+         * out; a NaN l (a NaN in Q, K or V) gives a NaN log-sum-exp, which the combine carries
+         * into the row of O, as the whole-tile epilogue carries it */
+        if (t == 0) lp[r] = l == 0.f ? -INFINITY : fmaf(m_run[h], p.scale_log2, log2f(l));
     }
 }
 
@@ -393,7 +396,7 @@ FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d128_r9_sm90a)(const __grid_constan
  * rows a block; grid (split tiles, 128 / rows per block)). Over the tile's partials k in key
  * order, an online log-sum-exp: m the largest lse_k so far, s = sum 2^(lse_k - m), acc = sum
  * 2^(lse_k - m) O_k (fp32); then O = acc / s in bf16, 16 bytes per thread. Rows past seq are
- * left out. */
+ * left out. A NaN log-sum-exp (a NaN in the row's inputs) makes s, and so the row of O, NaN. */
 template <int D>
 static __device__ __forceinline__ void combine_rows(const flash3_combine_params &cp)
 {

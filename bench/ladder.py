@@ -34,7 +34,7 @@ from benchlib import ROOT, SHAPE_RE, dir_problem, one_line_parser, write_problem
 
 BLOG_SHAPE = "8x16x1024x64"
 RUN = os.path.join(ROOT, "07_hopper", "run")
-HELP_RUNG_RE = re.compile(r"^\s+([1-9])\s+(\S.*?)\s{2,}([0-9, ]+)$")
+HELP_RUNG_RE = re.compile(r"^\s+([1-9][0-9]*)\s+(\S.*?)\s{2,}([0-9, ]+)$")
 DETAILS_RE = re.compile(r"^\s+(flash3_\w+)\(flash3_params\): .*?(\d+) registers/thread, "
                         r"shared memory (\d+) \+ (\d+) B")
 DRAM_RE = re.compile(r"DRAM read ([0-9.]+ [kMGT]?B)")
@@ -82,12 +82,12 @@ def parse(lines):
     rows, cur = [], None
     for raw in lines:
         line = raw.rstrip("\n")
-        m = re.match(r"^rung ([1-9]) (.*)$", line)
+        m = re.match(r"^rung ([1-9][0-9]*) (.*)$", line)
         if m:
             cur = {"rung": m.group(1), "idea": m.group(2).strip()}
             rows.append(cur)
             continue
-        m = re.match(r"^unsupported rung=([1-9]) message=(.*)$", line)
+        m = re.match(r"^unsupported rung=([1-9][0-9]*) message=(.*)$", line)
         if m:
             for r in rows:
                 if r["rung"] == m.group(1):
@@ -98,9 +98,11 @@ def parse(lines):
         m = DETAILS_RE.match(line)
         if m:
             cur.update(kernel=m.group(1), regs=m.group(2), smem=int(m.group(3)) + int(m.group(4)))
-        elif line.lstrip().startswith("counters") and "dram" not in cur:
+        elif line.lstrip().startswith("counters") and not cur.get("counters_seen"):
             # the rung's forward kernel's counters: the first counters line after its details
-            # (rung 8's combine kernel, where it splits, has its own line after it)
+            # (a splitting rung's combine kernel has its own line after it); a value the line
+            # does not give stays "-", never the combine kernel's
+            cur["counters_seen"] = True
             for key, rx in (("dram", DRAM_RE), ("achieved", ACHIEVED_RE), ("tensor", TENSOR_RE), ("gmma", GMMA_RE)):
                 mm = rx.search(line)
                 if mm:

@@ -196,6 +196,17 @@ assert_07_shape() {
     assert_flash3_kernels 128
 }
 
+# batch x heads indexes the kernels' work: above what an int holds the stage refuses, before the
+# device (65535 x 32768 still fits, 65535 x 32769 does not).
+@test "07_hopper batch x heads beyond an int: exit 2, one line (no GPU needed)" {
+    run --separate-stderr "$ROOT/07_hopper/run" --batch 65535 --heads 32769 --seq 1 --validate
+    echo "$stderr"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "batch x heads = 2147516415 is more than 07_hopper indexes (at most 2147483647)" ]
+    run "$ROOT/07_hopper/run" --batch 65535 --heads 32768 --seq 1 --validate
+    [ "$status" -eq 0 ]
+}
+
 @test "07_hopper head_dim 96: exit 2, one line naming the supported head_dims (no GPU needed)" {
     run "$ROOT/07_hopper/run" --batch 1 --heads 1 --seq 64 --head-dim 96 --trace none
     echo "$output"

@@ -148,6 +148,22 @@ rung_checks() {
     done
 }
 
+# A NaN in Q stays in its own row of O where the keys are split: row 999 of head (0, 0) lies in
+# the last query tile, which rungs 8 and 9 cut into 4 chunks at 2x3x1000 (the check fails if the
+# NaN rows of O are not exactly that row; a split that dropped the NaN would write a finite row).
+@test "07 ladder rungs 8-9: --poison-q 999 at 2x3x1000, a split shape: the NaN stays in its own row" {
+    local r d
+    for r in 8 9; do
+        for d in 64 128; do
+            rung_result "$r 2 3 1000 $d --poison-q 999 --check-rows all"
+            echo "rung $r head_dim $d: $(printf '%s\n' "$output" | tail -n 1)"
+            [ "$status" -eq 0 ]
+            [ "$(field check)" = PASS ]
+            [ "$(field kernels_per_step)" = 2 ]
+        done
+    done
+}
+
 # Rung 9 computes rung 8's items with rung 8's arithmetic in the same order (only when each
 # item's first S is issued changes), so at seq 1000, which rung 8 splits, it writes rung 8's O.
 @test "07 ladder: rung 9 writes the same O bits as rung 8 at seq 1000, each head_dim" {
@@ -318,6 +334,25 @@ DEFAULT_RUNG_D128=8
     [ "$(grep -c '^    counters: ' "$ROOT/tests/data/ladder_summary_split.txt")" -eq 2 ]
     [ "$(printf '%s\n' "$output" | grep -c '^| 8 |')" -eq 1 ]
     printf '%s\n' "$output" | grep -qxF '| 8 | + split over the keys where the grid is small, combine | 16.0 | 134.2 | 168 | 99424 | 41.22 kB | 13.7% | 26.8% | 50,688 |'
+}
+
+# A forward kernel's counters line without a DRAM read (a metric the device refused: "-") leaves
+# the cell "-": the combine kernel's line after it does not fill it.
+@test "07 ladder: a split rung's missing forward counter stays '-', not the combine's (no GPU needed)" {
+    sed 's/DRAM read 41.22 kB/DRAM read -/' "$ROOT/tests/data/ladder_summary_split.txt" > "$BATS_TEST_TMPDIR/s.txt"
+    run python3 "$ROOT/bench/ladder.py" render "$BATS_TEST_TMPDIR/s.txt" "$BATS_TEST_TMPDIR"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | grep -qxF '| 8 | + split over the keys where the grid is small, combine | 16.0 | 134.2 | 168 | 99424 | - | 13.7% | 26.8% | 50,688 |'
+}
+
+# Rung numbers of two digits parse as one rung (the ladder may grow past 9).
+@test "07 ladder: a rung 10 in a summary is its own row (no GPU needed)" {
+    sed 's/^rung 8 /rung 10 /' "$ROOT/tests/data/ladder_summary_split.txt" > "$BATS_TEST_TMPDIR/s.txt"
+    run python3 "$ROOT/bench/ladder.py" render "$BATS_TEST_TMPDIR/s.txt" "$BATS_TEST_TMPDIR"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^| 10 | + split over the keys')" -eq 1 ]
 }
 
 @test "07 ladder: a rung that refuses the shape is a row with its message (no GPU needed)" {
