@@ -13,8 +13,8 @@
  *                        the query tiles in sections of heads whose K and V fit in L2
  *   rung6_tma_store.cu   + O stored through TMA (a bulk tensor store from the shared tile)
  *   rung7_store_overlap.cu + the store's read waited for under the next item's first product
- *   rung8_split_keys.cu  + a split over the keys where the grid is small (flash3_split.h), then a
- *                        combine kernel
+ *   rung8_split_keys.cu  + a split over the keys where the grid is small (the plan: flash3_split.h;
+ *                        the items, partials and combine: flash3_split.cuh), then a combine kernel
  *   rung9_item_overlap.cu + an item's first S and softmax under the previous item's last P.V
  * Without --rung: the fastest rung at each head_dim (H3_DEFAULT_RUNG_D64/_D128).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
