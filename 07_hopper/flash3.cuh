@@ -374,6 +374,21 @@ static __device__ __forceinline__ void warp_release(uint32_t empty_bar)
     if ((threadIdx.x & 31) == 0) mbar_arrive(empty_bar);
 }
 
+/* The wait for the previous tile's P.V inside the loop of rungs 2-9, once the softmax of the current
+ * tile (its row sums l_run the last thing it computes) is done: then O and pk are free. The source
+ * puts it after the softmax, so that the softmax runs under that product; ptxas decides where it
+ * lands in the machine code. A plain wgmma_wait<0> it hoists to the softmax's top, and packs P
+ * among the exponentials; wgmma_wait_after (common/sm90/wgmma.cuh) keeps it after them, and P is
+ * packed after the wait. Head_dim 128, where P.V is twice as long, runs faster with the wait kept
+ * after the softmax; head_dim 64 (ping-pong: the other warpgroup's products fill the tensor cores)
+ * runs faster with ptxas's order (docs/perf-notes.md). */
+template <int D>
+static __device__ __forceinline__ void wait_pv_after_softmax(const float (&l_run)[2])
+{
+    if constexpr (D == 128) wgmma_wait_after<0>(l_run[0], l_run[1]);
+    else wgmma_wait<0>();
+}
+
 /* ---- the softmax of one S tile in registers -------------------------------------------------- */
 
 /* Does key tile key0.. need the mask for this warpgroup's rows (first row r0 = m0 + 64c)? Only

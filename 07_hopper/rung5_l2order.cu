@@ -166,7 +166,7 @@ static __device__ __forceinline__ void consume_item(const flash3_params &p, cons
         float alpha[2];
         online_softmax<BN>(sacc, m_run, l_run, alpha, c);
 
-        wgmma_wait<0>();                      /* P[n-1].V[n-1] is complete: O and pk are free */
+        wait_pv_after_softmax<D>(l_run);      /* P[n-1].V[n-1] is complete: O and pk are free */
         wgmma_fence_regs(o);
         warp_release(v_empty(b, sp));
         rescale_o<D>(o, alpha);

@@ -238,7 +238,7 @@ static __device__ __forceinline__ void consume_stream(const flash3_params &p, co
         if (tile_needs_mask(key0, r0, seq)) mask_tile<BN>(sacc, row0, key0, seq, t);
         float alpha[2];
         online_softmax<BN>(sacc, m_run, l_run, alpha, c);
-        wgmma_wait<0>();                      /* the P.V is complete: O and pk are free */
+        wait_pv_after_softmax<D>(l_run);      /* the P.V is complete: O and pk are free */
         wgmma_fence_regs(o);
         warp_release(v_empty(b, sp));
         if (n == 0) {

@@ -177,6 +177,39 @@ rung_checks() {
     done
 }
 
+# The overlap inside a warpgroup, in the SASS: from rung 2 on, each key tile's S and the previous
+# tile's P.V are issued together, S is waited for (WARPGROUP.DEPBAR.LE gsb0, 0x1), the softmax runs,
+# and then P.V is waited for (WARPGROUP.DEPBAR.LE gsb0, 0x0). ptxas moves a plain wait for P.V up to
+# the top of the softmax, the PTX order notwithstanding; at head_dim 128 wait_pv_after_softmax
+# (07_hopper/flash3.cuh) keeps it below (head_dim 64 keeps ptxas's order, which measures faster
+# there). So in the machine code of each rung's head_dim-128 forward kernel, every wait for P.V that
+# follows a wait for S must come after the softmax's 66 exponentials (MUFU.EX2: 64 of P, 2 of alpha,
+# per thread).
+# sass_waits KERNEL: "<waits for P.V after a wait for S> <those with fewer than 66 EX2 before them>".
+sass_waits() {
+    awk -v k="$1" '
+        /Function : / { on = index($0, k) > 0 && index($0, "_regions") == 0; next }
+        !on { next }
+        /WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ { after_s = 1; ex2 = 0; next }
+        /MUFU\.EX2/ { if (after_s) ex2++; next }
+        /WARPGROUP\.DEPBAR\.LE gsb0, 0x0/ { if (after_s) { n++; if (ex2 < 66) early++ }; after_s = 0 }
+        END { printf "%d %d\n", n, early }' "$BATS_FILE_TMPDIR/07.sass"
+}
+
+@test "07 ladder: the SASS of rungs 2-9 at head_dim 128 waits for P.V after the softmax's exponentials (no GPU needed)" {
+    local dump; dump=$(find_tool cuobjdump)
+    [ -n "$dump" ] || skip "cuobjdump not found (the CUDA toolkit's binary utilities)"
+    [ -x "$ROOT/07_hopper/run" ] || skip "07_hopper/run is not built (make 07_hopper)"
+    "$dump" -sass "$ROOT/07_hopper/run" > "$BATS_FILE_TMPDIR/07.sass"
+    local r n early fails=0
+    for r in 2 3 5 6 7 8 9; do
+        read -r n early < <(sass_waits "flash3_fwd_bf16_causal_128x128_d128_r${r}_sm90a")
+        echo "rung $r head_dim 128: $n waits for P.V after a wait for S, $early before the softmax's end"
+        [ "$n" -ge 1 ] && [ "$early" -eq 0 ] || fails=$((fails + 1))
+    done
+    [ "$fails" -eq 0 ]
+}
+
 # The grids: rungs 1-2 one block per query tile, (batch*heads, ceil(seq/128)); rungs 3-7
 # persistent, min(SMs, tiles): at 2x3x1000, 6 x 8 = 48 tiles, fewer than any Hopper's SMs.
 @test "07 ladder: rungs 1-2 launch (batch*heads, query tiles), rungs 3-7 one block per tile up to the SMs" {

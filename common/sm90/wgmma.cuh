@@ -76,6 +76,29 @@ static __device__ __forceinline__ void wgmma_wait(void)
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
 }
 
+/* wgmma_wait<N>(), kept after the computation of a and b in the machine code. ptxas schedules the
+ * SASS around a wait as it likes: the wait has no operands, so nothing ties it to the arithmetic
+ * before it in the source, and ptxas may hoist it above that arithmetic (it does so above a
+ * softmax: WARPGROUP.DEPBAR then sits at the softmax's top, and the product the softmax was to
+ * run under is waited for first). The empty-asm fences cannot help: PTX has the right order; the
+ * move is ptxas's. What ptxas keeps is control flow: here a branch on a and b (taken only where
+ * a < 0 or b < 0) around a 1-ns nanosleep, and the wait after it. a and b must be computed before
+ * the branch, and the wait cannot move above it. The branch is never taken for a row sum (a sum of
+ * exponentials, >= 0 or NaN), and taken it would only sleep: no effect on any result. Cost: two
+ * compares and a branch. A predicated wait would do the same but makes ptxas serialize every wgmma
+ * (C7514). Check the order with cuobjdump -sass (tests/07_ladder.bats does). */
+template <int N>
+static __device__ __forceinline__ void wgmma_wait_after(float a, float b)
+{
+    asm volatile("{\n"
+                 ".reg .pred p, q;\n"
+                 "setp.lt.f32 q, %1, 0f00000000;\n"
+                 "setp.lt.or.f32 p, %0, 0f00000000, q;\n"
+                 "@p nanosleep.u32 1;\n"
+                 "}\n" :: "f"(a), "f"(b) : "memory");
+    wgmma_wait<N>();
+}
+
 /* A compiler-only fence on n accumulator registers: an empty asm that "reads and writes" each of
  * them, so nvcc cannot move ordinary code that touches them across a wgmma issue or wait (as
  * CUTLASS's warpgroup_fence_operand). No instruction is emitted. */
