@@ -57,7 +57,10 @@ copy_course() {
 
 @test "render: a table edited by hand is named by --check" {
     copy_course "$BATS_TEST_TMPDIR/c"
-    sed -i 's/^| 01_naive | naive module | 713.1 /| 01_naive | naive module | 700.0 /' "$BATS_TEST_TMPDIR/c/docs/results.md"
+    local ours; ours=$(sed -n 's/^peers run=peers shape=8x16x1024x64 stage=01_naive .*ours_us=\([0-9.]*\) .*/\1/p' "$ROOT/docs/h200/results.txt")
+    [ -n "$ours" ]
+    [ "$ours" != 700.0 ]
+    sed -i "s/^| 01_naive | naive module | $ours /| 01_naive | naive module | 700.0 /" "$BATS_TEST_TMPDIR/c/docs/results.md"
     grep -q '^| 01_naive | naive module | 700.0 ' "$BATS_TEST_TMPDIR/c/docs/results.md"
     run py_stdlib "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
     echo "$output"
@@ -90,22 +93,31 @@ copy_course() {
     [ "$(grep -c '^peers ' "$ROOT/docs/h200/results.txt")" -eq 21 ]
 }
 
+# The commit of the peers run, as docs/h200/results.txt's run line names it.
+peers_commit() {
+    sed -n 's/^run id=peers .* commit=\([0-9a-f]*\) .*/\1/p' "$ROOT/docs/h200/results.txt"
+}
+
 @test "render: results:run gives one paragraph per run, each naming what it measured and its commit" {
+    local commit; commit=$(peers_commit)
+    [ -n "$commit" ]
     run sed -n '/^<!-- results:run -->$/,/^<!-- end -->$/p' "$ROOT/docs/results.md"
     echo "$output"
     [ "${#lines[@]}" -eq 4 ]
     [ "$(grep -c '^$' <<< "$output")" -eq 1 ]
     [[ "${lines[1]}" == "The stages' summary lines at 8×16×1024×64 (the course table and the values quoted in the pages): measured on 2026-12-01 on one NVIDIA H200 (driver 580.159.04, CUDA 13.0, the system's cuDNN 9.14.0), code at commit bab905d, by \`bench/reference_runs.sh --part stages\`." ]]
-    [[ "${lines[2]}" == "Ours beside PyTorch at 8×16×1024×64, 4×16×2048×64 and 2×16×4096×128 (the peers table): measured on 2026-12-02 on one NVIDIA H200 "*"; PyTorch 2.11 with its cuDNN 9.19 for the peers, and for 06_cudnn beside them), code at commit 26165d3. These numbers were rebuilt from that run's printed tables (docs/h200/results.txt says how)." ]]
+    [[ "${lines[2]}" == "Ours beside PyTorch at 8×16×1024×64, 4×16×2048×64 and 2×16×4096×128 (the peers table): measured on 2026-12-02 on one NVIDIA H200 "*"; PyTorch 2.11 with its cuDNN 9.19 for the peers, and for 06_cudnn beside them), code at commit $commit. These numbers were rebuilt from that run's printed tables (docs/h200/results.txt says how)." ]]
 }
 
 @test "render: results:run ID renders that run alone; an unknown ID: one line, exit 2" {
+    local commit; commit=$(peers_commit)
+    [ -n "$commit" ]
     copy_course "$BATS_TEST_TMPDIR/c"
     printf '%s\n' '<!-- results:run peers -->' 'x' '<!-- end -->' >> "$BATS_TEST_TMPDIR/c/docs/results.md"
     run py_stdlib "$ROOT/bench/render.py" --root "$BATS_TEST_TMPDIR/c"
     echo "$output"
     [ "$status" -eq 0 ]
-    [ "$(tail -n 2 "$BATS_TEST_TMPDIR/c/docs/results.md" | grep -c '^Ours beside PyTorch at .* code at commit 26165d3\. ')" -eq 1 ]
+    [ "$(tail -n 2 "$BATS_TEST_TMPDIR/c/docs/results.md" | grep -c "^Ours beside PyTorch at .* code at commit $commit\\. ")" -eq 1 ]
     [ "$(grep -c '^The stages' "$BATS_TEST_TMPDIR/c/docs/results.md")" -eq 1 ]
     printf '%s\n' '<!-- results:run nosuch -->' 'x' '<!-- end -->' >> "$BATS_TEST_TMPDIR/c/docs/results.md"
     run py_stdlib "$ROOT/bench/render.py" --check --root "$BATS_TEST_TMPDIR/c"
