@@ -375,13 +375,14 @@ static __device__ __forceinline__ void warp_release(uint32_t empty_bar)
 }
 
 /* The wait for the previous tile's P.V inside the loop of rungs 2-9, once the softmax of the current
- * tile (its row sums l_run the last thing it computes) is done: then O and pk are free. The source
- * puts it after the softmax, so that the softmax runs under that product; ptxas decides where it
- * lands in the machine code. A plain wgmma_wait<0> it hoists to the softmax's top, and packs P
- * among the exponentials; wgmma_wait_after (common/sm90/wgmma.cuh) keeps it after them, and P is
- * packed after the wait. Head_dim 128, where P.V is twice as long, runs faster with the wait kept
- * after the softmax; head_dim 64 (ping-pong: the other warpgroup's products fill the tensor cores)
- * runs faster with ptxas's order (docs/perf-notes.md). */
+ * tile is done (l_run, this thread's parts of the row sums, is the last thing it computes): then O
+ * and pk are free. The source puts it after the softmax, so that the softmax runs under that
+ * product; ptxas decides where it lands in the machine code. A plain wgmma_wait<0> it hoists to the
+ * softmax's top, and packs P among the exponentials; wgmma_wait_after (common/sm90/wgmma.cuh) keeps
+ * it after them, and P is packed after the wait. Measured (docs/perf-notes.md): at head_dim 128 the
+ * wait after the softmax is faster on average over the shapes timed; at head_dim 64 ptxas's order
+ * is faster on rungs 3-8 (rung 9 was the exception), so one rule serves every rung: the kept wait
+ * at 128, ptxas's order at 64. */
 template <int D>
 static __device__ __forceinline__ void wait_pv_after_softmax(const float (&l_run)[2])
 {

@@ -185,15 +185,16 @@ rung_checks() {
 # there). So in the machine code of each rung's head_dim-128 forward kernel, every wait for P.V that
 # follows a wait for S must come after the softmax's 66 exponentials (MUFU.EX2: 64 of P, 2 of alpha,
 # per thread).
-# sass_waits KERNEL: "<waits for P.V after a wait for S> <those with fewer than 66 EX2 before them>".
+# sass_waits KERNEL: "<waits for S> <waits for P.V after one> <those with fewer than 66 EX2 before
+# them, or a wait for S with no wait for P.V before the next>", in address order.
 sass_waits() {
     awk -v k="$1" '
         /Function : / { on = index($0, k) > 0 && index($0, "_regions") == 0; next }
         !on { next }
-        /WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ { after_s = 1; ex2 = 0; next }
+        /WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ { if (after_s) early++; s++; after_s = 1; ex2 = 0; next }
         /MUFU\.EX2/ { if (after_s) ex2++; next }
         /WARPGROUP\.DEPBAR\.LE gsb0, 0x0/ { if (after_s) { n++; if (ex2 < 66) early++ }; after_s = 0 }
-        END { printf "%d %d\n", n, early }' "$BATS_FILE_TMPDIR/07.sass"
+        END { if (after_s) early++; printf "%d %d %d\n", s, n, early }' "$BATS_FILE_TMPDIR/07.sass"
 }
 
 @test "07 ladder: the SASS of rungs 2-9 at head_dim 128 waits for P.V after the softmax's exponentials (no GPU needed)" {
@@ -201,11 +202,11 @@ sass_waits() {
     [ -n "$dump" ] || skip "cuobjdump not found (the CUDA toolkit's binary utilities)"
     [ -x "$ROOT/07_hopper/run" ] || skip "07_hopper/run is not built (make 07_hopper)"
     "$dump" -sass "$ROOT/07_hopper/run" > "$BATS_FILE_TMPDIR/07.sass"
-    local r n early fails=0
+    local r ns n early fails=0
     for r in 2 3 5 6 7 8 9; do
-        read -r n early < <(sass_waits "flash3_fwd_bf16_causal_128x128_d128_r${r}_sm90a")
-        echo "rung $r head_dim 128: $n waits for P.V after a wait for S, $early before the softmax's end"
-        [ "$n" -ge 1 ] && [ "$early" -eq 0 ] || fails=$((fails + 1))
+        read -r ns n early < <(sass_waits "flash3_fwd_bf16_causal_128x128_d128_r${r}_sm90a")
+        echo "rung $r head_dim 128: $ns waits for S, $n waits for P.V after one, $early early or missing"
+        [ "$ns" -ge 1 ] && [ "$n" -eq "$ns" ] && [ "$early" -eq 0 ] || fails=$((fails + 1))
     done
     [ "$fails" -eq 0 ]
 }

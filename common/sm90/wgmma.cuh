@@ -78,15 +78,16 @@ static __device__ __forceinline__ void wgmma_wait(void)
 
 /* wgmma_wait<N>(), kept after the computation of a and b in the machine code. ptxas schedules the
  * SASS around a wait as it likes: the wait has no operands, so nothing ties it to the arithmetic
- * before it in the source, and ptxas may hoist it above that arithmetic (it does so above a
- * softmax: WARPGROUP.DEPBAR then sits at the softmax's top, and the product the softmax was to
- * run under is waited for first). The empty-asm fences cannot help: PTX has the right order; the
- * move is ptxas's. What ptxas keeps is control flow: here a branch on a and b (taken only where
- * a < 0 or b < 0) around a 1-ns nanosleep, and the wait after it. a and b must be computed before
- * the branch, and the wait cannot move above it. The branch is never taken for a row sum (a sum of
- * exponentials, >= 0 or NaN), and taken it would only sleep: no effect on any result. Cost: two
- * compares and a branch. A predicated wait would do the same but makes ptxas serialize every wgmma
- * (C7514). Check the order with cuobjdump -sass (tests/07_ladder.bats does). */
+ * before it in the source, and ptxas may hoist it above that arithmetic (ptxas 13.0 does so above a
+ * softmax: WARPGROUP.DEPBAR then sits at the softmax's top, and the product the softmax was to run
+ * under is waited for first). The empty-asm fences cannot help: the PTX has the right order; the
+ * move is ptxas's. What ptxas 13.0 was seen to keep in place is control flow: here a nanosleep
+ * predicated on a < 0 or b < 0, which ptxas compiles to a branch around the sleep, then the wait.
+ * a and b must be computed before the branch, and the wait stays after it. For a and b that are
+ * sums of exponentials (>= 0, +inf or NaN; the compare is false for NaN) the sleep never runs, and
+ * if it ran it would only sleep: no effect on any result. Cost: two compares and a branch. A
+ * predicated wait would say the same more directly, but ptxas then serializes every wgmma (C7514).
+ * This is observed behaviour, not documented: tests/07_ladder.bats checks the order in the SASS. */
 template <int N>
 static __device__ __forceinline__ void wgmma_wait_after(float a, float b)
 {
