@@ -108,8 +108,15 @@ def parse(lines):
                 if mm:
                     cur[key] = mm.group(1)
         elif line.startswith("result "):
+            if cur.get("has_result"):
+                die(f"rung {cur['rung']} has two summary lines ('result ...'): one run per rung")
             cur.update(fields(line), has_result=True)
     return rows
+
+
+def cell(text):
+    """Text as one Markdown table cell: a '|' inside it escaped, so it is not a column break."""
+    return str(text).replace("|", "\\|")
 
 
 def table(rows):
@@ -121,12 +128,12 @@ def table(rows):
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "message" in r:
-            out.append(f"| {r['rung']} | {r['idea']} | {r['message']} | | | | | | | |")
+            out.append(f"| {r['rung']} | {cell(r['idea'])} | {cell(r['message'])} | | | | | | | |")
             continue
         cells = [r["rung"], r["idea"], r.get("gpu_us", "-"), r.get("tflops", "-"),
                  r.get("regs", "-"), str(r.get("smem", "-")), r.get("dram", "-"), r.get("achieved", "-"),
                  r.get("tensor", "-"), r.get("gmma", "-")]
-        out.append("| " + " | ".join(cells) + " |")
+        out.append("| " + " | ".join(cell(c) for c in cells) + " |")
     return "\n".join(out) + "\n"
 
 

@@ -108,6 +108,25 @@ ladder_bad() {
     [ ! -e "$BATS_TEST_TMPDIR/out" ]
 }
 
+@test "ladder render: a rung with two summary lines: one line, exit 2, nothing written" {
+    awk '{ print } /^result / && !done { print; done = 1 }' "$DATA" > "$BATS_TEST_TMPDIR/s.txt"
+    [ "$(grep -c '^result ' "$BATS_TEST_TMPDIR/s.txt")" -eq "$(( $(grep -c '^result ' "$DATA") + 1 ))" ]
+    ladder_bad render "$BATS_TEST_TMPDIR/s.txt" "$BATS_TEST_TMPDIR/out"
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
+    [ "$stderr" = "ladder: rung 1 has two summary lines ('result ...'): one run per rung" ]
+    [ ! -e "$BATS_TEST_TMPDIR/out" ]
+}
+
+@test "ladder render: a '|' inside an idea stays in its cell, escaped" {
+    sed -e '0,/^rung 1 / s/^rung 1 .*/rung 1 TMA | wgmma/' "$DATA" > "$BATS_TEST_TMPDIR/s.txt"
+    run python3 "$ROOT/bench/ladder.py" render "$BATS_TEST_TMPDIR/s.txt" "$BATS_TEST_TMPDIR/out"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^| 1 | TMA \\| wgmma | ' "$BATS_TEST_TMPDIR/out/"ladder_*.md)" -eq 1 ]
+    [ "$(grep '^| 1 | ' "$BATS_TEST_TMPDIR/out/"ladder_*.md | sed 's/\\|//g' | tr -cd '|' | wc -c)" -eq 11 ]
+}
+
 # Each rung file through ptxas with the CI flags (-Werror: a spill or a warning is an error) and
 # -v: every kernel 0 spill bytes, a forward kernel's register count capped at 168 by __launch_bounds__(384, 1),
 # and no wgmma serialization or ignored setmaxnreg (C75xx). The build keeps each 07_hopper
