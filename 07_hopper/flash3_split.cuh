@@ -1,7 +1,8 @@
 /* flash3_split.cuh: the device side of the split over the keys (rungs 8 and 9; the host plan is
  * flash3_split.h): the work items of a block (p.work where the host split the keys, else
  * flash3_section_item), a chunk's partial epilogue, and the combine kernel's rows. Written once
- * here so that the rungs that split differ only by their own idea.
+ * here so that the rungs that split differ only by their own idea; the producer (split_producer)
+ * walks the same items.
  * Dao, Haziza, Massa, Sizov 2023, "Flash-Decoding for long-context inference"; FlashAttention-3
  * (Shah et al. 2024, arXiv 2407.08608) and its hopper/flash_fwd_combine_kernel.h (split-KV).
  */
@@ -113,6 +114,50 @@ static __device__ __forceinline__ void combine_rows(const flash3_combine_params 
     out.z = bf16x2_bits(__floats2bfloat162_rn(acc[4] * inv, acc[5] * inv));
     out.w = bf16x2_bits(__floats2bfloat162_rn(acc[6] * inv, acc[7] * inv));
     *(uint4 *)(cp.o + ((size_t)ct.bh * cp.seq + row) * D + col) = out;
+}
+
+/* The producer of a rung that splits (rungs 8 and 9): one thread of warpgroup 0. Per work item j
+ * (next_item): Q into buffer j % 2 (once the consumers have let go of item j - 2's), then for each
+ * key tile n of the item the K tile and the V tile into the next stage, each as soon as the
+ * consumers have released the tile that stage held before. The stages run on across items: u
+ * counts the block's key tiles so far. */
+template <int D>
+static __device__ __forceinline__ void split_producer(const flash3_params &p, const flash3_block &b,
+                                                      attn_regions_ctx &rg)
+{
+    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
+    int u = 0;
+    split_cursor cur = { 0, { 0, 0 } };
+    split_item si;
+    for (int j = 0; next_item(p, cur, si); ++j) {
+        const flash3_item &w = si.it;
+        const int q = j % 2;
+        attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
+        mbar_wait(q_empty(b, q), ((uint32_t)(j / 2) & 1u) ^ 1u);
+        attn_region_end(rg, ATTN_REGION_WAIT_FREE);
+        attn_region_begin(rg, ATTN_REGION_TMA_Q);
+        mbar_arrive_expect_tx(q_full(b, q), Q_BYTES);   /* the full box, even past seq */
+        tma_load_4d(b.sQ + q * Q_BYTES, &p.q_map, q_full(b, q), 0, w.m0, 0, w.bh);
+        attn_region_end(rg, ATTN_REGION_TMA_Q);
+        for (int n = si.n_begin; n < w.n_end; ++n, ++u) {
+            const int s = kv_stage(u);
+            const uint32_t parity = kv_phase(u) ^ 1u;
+            attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
+            mbar_wait(k_empty(b, s), parity);
+            attn_region_end(rg, ATTN_REGION_WAIT_FREE);
+            attn_region_begin(rg, ATTN_REGION_TMA_K);
+            mbar_arrive_expect_tx(k_full(b, s), KV_BYTES);
+            tma_load_4d(b.sK + s * KV_BYTES, &p.k_map, k_full(b, s), 0, n * H3_BLOCK_N, 0, w.bh);
+            attn_region_end(rg, ATTN_REGION_TMA_K);
+            attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
+            mbar_wait(v_empty(b, s), parity);
+            attn_region_end(rg, ATTN_REGION_WAIT_FREE);
+            attn_region_begin(rg, ATTN_REGION_TMA_V);
+            mbar_arrive_expect_tx(v_full(b, s), KV_BYTES);
+            tma_load_4d(b.sV + s * KV_BYTES, &p.v_map, v_full(b, s), 0, n * H3_BLOCK_N, 0, w.bh);
+            attn_region_end(rg, ATTN_REGION_TMA_V);
+        }
+    }
 }
 
 #endif

@@ -24,52 +24,7 @@
  * (flash3.cuh, "Region markers").
  */
 #include "flash3.cuh"
-#include "flash3_split.cuh"   /* split_item, next_item, store_o_partial, combine_rows */
-
-
-
-/* The producer: one thread of warpgroup 0. Per work item j: Q into buffer j % 2 (once the
- * consumers have let go of item j - 2's), then for each key tile n of the item the K tile and
- * the V tile into the next stage, each as soon as the consumers have released the tile that stage
- * held before. The stages run on across items: u counts the block's key tiles so far. */
-template <int D>
-static __device__ __forceinline__ void producer(const flash3_params &p, const flash3_block &b,
-                                                attn_regions_ctx &rg)
-{
-    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
-    int u = 0;
-    split_cursor cur = { 0, { 0, 0 } };
-    split_item si;
-    for (int j = 0; next_item(p, cur, si); ++j) {
-        const flash3_item &w = si.it;
-        const int q = j % 2;
-        attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
-        mbar_wait(q_empty(b, q), ((uint32_t)(j / 2) & 1u) ^ 1u);
-        attn_region_end(rg, ATTN_REGION_WAIT_FREE);
-        attn_region_begin(rg, ATTN_REGION_TMA_Q);
-        mbar_arrive_expect_tx(q_full(b, q), Q_BYTES);   /* the full box, even past seq */
-        tma_load_4d(b.sQ + q * Q_BYTES, &p.q_map, q_full(b, q), 0, w.m0, 0, w.bh);
-        attn_region_end(rg, ATTN_REGION_TMA_Q);
-        for (int n = si.n_begin; n < w.n_end; ++n, ++u) {
-            const int s = kv_stage(u);
-            const uint32_t parity = kv_phase(u) ^ 1u;
-            attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
-            mbar_wait(k_empty(b, s), parity);
-            attn_region_end(rg, ATTN_REGION_WAIT_FREE);
-            attn_region_begin(rg, ATTN_REGION_TMA_K);
-            mbar_arrive_expect_tx(k_full(b, s), KV_BYTES);
-            tma_load_4d(b.sK + s * KV_BYTES, &p.k_map, k_full(b, s), 0, n * H3_BLOCK_N, 0, w.bh);
-            attn_region_end(rg, ATTN_REGION_TMA_K);
-            attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
-            mbar_wait(v_empty(b, s), parity);
-            attn_region_end(rg, ATTN_REGION_WAIT_FREE);
-            attn_region_begin(rg, ATTN_REGION_TMA_V);
-            mbar_arrive_expect_tx(v_full(b, s), KV_BYTES);
-            tma_load_4d(b.sV + s * KV_BYTES, &p.v_map, v_full(b, s), 0, n * H3_BLOCK_N, 0, w.bh);
-            attn_region_end(rg, ATTN_REGION_TMA_V);
-        }
-    }
-}
+#include "flash3_split.cuh"   /* split_item, next_item, split_producer, store_o_partial, combine_rows */
 
 /* A consumer warpgroup's epilogue of item si (its O in o, its row sums l): as rung 8's, O into
  * the item's Q buffer sQ and the TMA store issued, or its partial O and log-sum-exp. */
@@ -297,7 +252,7 @@ static __device__ __forceinline__ void fwd_block(const flash3_params &p)
         setmaxnreg_dec<H3_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             attn_regions_ctx rg = flash3_regions_start(p);
-            producer<D>(p, b, rg);
+            split_producer<D>(p, b, rg);
             attn_regions_finish(rg);
         }
     } else {
