@@ -168,14 +168,15 @@ static __device__ __forceinline__ uint32_t q_empty(const flash3_block &b, int q)
 
 /* The block's shared memory, and (thread 0) its mbarriers armed: full barriers for one arrival,
  * empty ones for one arrival per consumer warp; then the block's one __syncthreads(). */
-template <int D, int QB>
+template <int D, int QB, int BM = H3_BLOCK_M>
 static __device__ __forceinline__ flash3_block flash3_block_init(const flash3_params &p)
 {
+    constexpr int CONSUMERS = BM / 64;        /* consumer warpgroups, 64 query rows each */
     constexpr uint32_t KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
     extern __shared__ uint8_t smem_raw[];
     flash3_block b;
     b.sQ = (smem_addr(smem_raw) + 1023u) & ~1023u;               /* 128B swizzle: 1024-B aligned */
-    b.sK = b.sQ + QB * H3_TILE_BYTES(D, H3_BLOCK_M);
+    b.sK = b.sQ + QB * H3_TILE_BYTES(D, BM);
     b.sV = b.sK + H3_STAGES * KV_BYTES;
     b.bar = b.sV + H3_STAGES * KV_BYTES;
     if (threadIdx.x == 0) {
@@ -184,13 +185,13 @@ static __device__ __forceinline__ flash3_block flash3_block_init(const flash3_pa
         tma_prefetch_map(&p.v_map);
         for (int q = 0; q < QB; ++q) {
             mbar_init(q_full(b, q), 1);
-            if (QB > 1) mbar_init(q_empty(b, q), 4 * H3_CONSUMERS);
+            if (QB > 1) mbar_init(q_empty(b, q), 4 * CONSUMERS);
         }
         for (int s = 0; s < H3_STAGES; ++s) {
             mbar_init(k_full(b, s), 1);
             mbar_init(v_full(b, s), 1);
-            mbar_init(k_empty(b, s), 4 * H3_CONSUMERS);
-            mbar_init(v_empty(b, s), 4 * H3_CONSUMERS);
+            mbar_init(k_empty(b, s), 4 * CONSUMERS);
+            mbar_init(v_empty(b, s), 4 * CONSUMERS);
         }
         mbar_fence_init();
     }
@@ -207,14 +208,28 @@ typedef struct {
     int bh, m0, n_end;         /* (batch, head), first query row, key tiles 0..n_end-1 */
 } flash3_item;
 
+/* The first row of query tile m_blk of bm rows. With bm = H3_BLOCK_M: m_blk * bm. With bm = 192
+ * (rung 10), where seq is rarely a multiple of the tile, the tiles are shifted up by the largest
+ * multiple of 64 rows that the last one would hang past seq: tile 0 then starts before row 0 (a
+ * warpgroup whose 64 rows all lie before it has nothing to do; TMA fills rows outside the tensor
+ * with zeros and does not store them), so that the rows with no work sit in the cheapest tile,
+ * the first (causal: one key tile), not in the most expensive one. Host and device. */
+static __host__ __device__ __forceinline__ int flash3_tile_m0(int m_blk, int bm, int seq)
+{
+    if (bm == H3_BLOCK_M) return m_blk * bm;
+    const int q_tiles = (seq + bm - 1) / bm;
+    return m_blk * bm - (bm * q_tiles - seq) / 64 * 64;
+}
+
 /* Causal bounds: key tiles 0 .. n_end-1 reach the tile's last row (or seq); none past that is
  * ever loaded. With BLOCK_M == BLOCK_N both consumers need every one of them. (Host too: the
  * host weighs an order by its items' n_end, flash3_l2_sections.) */
+template <int BM = H3_BLOCK_M>
 static __host__ __device__ __forceinline__ void flash3_item_bounds(const flash3_params &p,
                                                                    int m_blk, flash3_item &w)
 {
-    w.m0 = m_blk * H3_BLOCK_M;
-    w.n_end = causal_key_tiles(w.m0, H3_BLOCK_M, H3_BLOCK_N, p.seq);
+    w.m0 = flash3_tile_m0(m_blk, BM, p.seq);
+    w.n_end = causal_key_tiles(w.m0, BM, H3_BLOCK_N, p.seq);
 }
 
 /* One tile per block: grid (batch*heads, query tiles), the heaviest (last) query tile first in
@@ -288,6 +303,7 @@ typedef struct {
  * (p.l2_sections sections), false when it has no more. O(1) per item: within a section a block
  * has one item per round until its position runs past the section's end, then it moves on. Host
  * and device. */
+template <int BM = H3_BLOCK_M>
 static __host__ __device__ __forceinline__ bool flash3_section_item(const flash3_params &p, int G,
                                                                     int blk, flash3_cursor &c,
                                                                     flash3_item &w)
@@ -302,7 +318,7 @@ static __host__ __device__ __forceinline__ bool flash3_section_item(const flash3
         const int i = c.round * G + ((c.round & 1) ? G - 1 - b : b);
         if (i < heads * p.q_tiles) {
             w.bh = first + i % heads;
-            flash3_item_bounds(p, p.q_tiles - 1 - i / heads, w);
+            flash3_item_bounds<BM>(p, p.q_tiles - 1 - i / heads, w);
             ++c.round;
             return true;
         }
@@ -314,6 +330,7 @@ static __host__ __device__ __forceinline__ bool flash3_section_item(const flash3
 
 /* The work of the busiest block of a G-block persistent grid under flash3_section_item with
  * `sections` sections, in key tiles plus one per item (its Q wait, prologue and epilogue). */
+template <int BM = H3_BLOCK_M>
 static inline long long flash3_busiest_block(const flash3_params &shape, int G, int sections)
 {
     flash3_params p = shape;
@@ -323,7 +340,7 @@ static inline long long flash3_busiest_block(const flash3_params &shape, int G, 
         flash3_cursor c = { 0, 0 };
         flash3_item w;
         long long work = 0;
-        while (flash3_section_item(p, G, blk, c, w)) work += w.n_end + 1;
+        while (flash3_section_item<BM>(p, G, blk, c, w)) work += w.n_end + 1;
         if (work > busiest) busiest = work;
     }
     return busiest;
@@ -337,6 +354,7 @@ static inline long long flash3_busiest_block(const flash3_params &shape, int G, 
  * does (a fixed order cannot even out every shape; the order then is rung 3's, and L2 holds what
  * it holds). More sections than the budget needs keep less K and V in L2 each; a count that
  * divides the heads more evenly among the rounds can balance where the fewest does not. */
+template <int BM = H3_BLOCK_M>
 static inline int flash3_l2_sections(int seq, int head_dim, int bh_count, int G)
 {
     const long long kv_per_head = 2ll * seq * head_dim * 2;
@@ -349,11 +367,11 @@ static inline int flash3_l2_sections(int seq, int head_dim, int bh_count, int G)
     memset(&shape, 0, sizeof shape);
     shape.seq = seq;
     shape.bh_count = bh_count;
-    shape.q_tiles = (seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
-    const long long one = flash3_busiest_block(shape, G, 1);
+    shape.q_tiles = (seq + BM - 1) / BM;
+    const long long one = flash3_busiest_block<BM>(shape, G, 1);
     const int last = fewest + (fewest < 8 ? fewest : 8);
     for (int sections = fewest; sections <= bh_count && sections <= last; ++sections)
-        if (flash3_busiest_block(shape, G, sections) * 64 <= one * 65) return sections;
+        if (flash3_busiest_block<BM>(shape, G, sections) * 64 <= one * 65) return sections;
     return 1;
 }
 
@@ -480,14 +498,14 @@ static __device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float 
 /* S = Q.K^T for one key tile (stage offset kv_off): head_dim/16 wgmma k-steps, issued and
  * committed as one group (not waited for). Step kk reads 32 bytes further into each 128-byte
  * row, then the next 64-column panel. */
-template <int D>
+template <int D, int BM = H3_BLOCK_M>
 static __device__ __forceinline__ void issue_qk(float (&sacc)[H3_BLOCK_N / 2], uint64_t q_desc,
                                                 uint64_t k_desc, uint32_t kv_off)
 {
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t q_off = (uint32_t)((kk / 4) * H3_BLOCK_M * 128 + (kk % 4) * 32);
+        const uint32_t q_off = (uint32_t)((kk / 4) * BM * 128 + (kk % 4) * 32);
         const uint32_t k_off = kv_off + (uint32_t)((kk / 4) * H3_BLOCK_N * 128 + (kk % 4) * 32);
         wgmma_m64n128k16_ss(sacc, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
     }
@@ -533,11 +551,10 @@ static __device__ __forceinline__ uint64_t q_desc_of(uint32_t sQ, int cwg)
  * bf16, into this warpgroup's own rows of the item's Q buffer sQ (same panel layout and swizzle;
  * its wgmma reads of Q are complete and the other warpgroup reads only its own rows): o_to_smem.
  * Then out to global memory, one of two ways: store_o (rungs 1-5) and store_o_tma (rung 6). */
-template <int D>
+template <int D, int BM = H3_BLOCK_M>
 static __device__ __forceinline__ void o_to_smem(uint32_t sQ, int cwg, float (&o)[D / 2],
                                                  float (&l_run)[2])
 {
-    constexpr int BM = H3_BLOCK_M;
     const int tid = threadIdx.x & 127, lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
     const int r_base = cwg * 64 + 16 * w + g;                     /* row in the tile; & 7 == g */
 #pragma unroll
@@ -593,19 +610,19 @@ static __device__ __forceinline__ void store_o(const flash3_params &p, const fla
  * product. The writes to global memory complete on their own: before the kernel ends, that
  * thread waits for them (tma_store_wait). FlashAttention-3's epilogue_fwd.hpp stores O the same
  * way, from a swizzled shared tile. */
-template <int D>
+template <int D, int BM = H3_BLOCK_M>
 static __device__ __forceinline__ void store_o_tma_issue(const flash3_params &p, const flash3_item &it,
                                                          uint32_t sQ, int cwg, float (&o)[D / 2],
                                                          float (&l_run)[2])
 {
-    o_to_smem<D>(sQ, cwg, o, l_run);
+    o_to_smem<D, BM>(sQ, cwg, o, l_run);
     fence_proxy_async_smem();
     named_barrier_sync(NBAR_EPILOGUE + cwg, 128);   /* all 128 threads' rows written and fenced */
     const int r0 = it.m0 + cwg * 64;          /* the warpgroup's first row */
-    if ((threadIdx.x & 127) == 0 && r0 < p.seq) {
+    if ((threadIdx.x & 127) == 0 && r0 < p.seq && (BM == H3_BLOCK_M || r0 >= 0)) {
 #pragma unroll
         for (int panel = 0; panel < D / 64; ++panel)
-            tma_store_4d(&p.o_map, sQ + (uint32_t)(panel * H3_BLOCK_M * 128 + cwg * 64 * 128),
+            tma_store_4d(&p.o_map, sQ + (uint32_t)(panel * BM * 128 + cwg * 64 * 128),
                          0, r0, panel, it.bh);
         tma_store_commit();
     }
@@ -650,10 +667,12 @@ typedef struct {
     int persistent;
     int q_buffers;
     const void *combine_d64, *combine_d128;   /* __global__ void k(const flash3_combine_params) */
+    int block_m;               /* query rows of a tile, 64 per consumer warpgroup: H3_BLOCK_M, or
+                                * 192 (rung 10: three consumers); 128 * (1 + block_m / 64) threads */
 } flash3_rung;
 
 extern const flash3_rung FLASH3_RUNG(1), FLASH3_RUNG(2), FLASH3_RUNG(3), FLASH3_RUNG(4),
                          FLASH3_RUNG(5), FLASH3_RUNG(6), FLASH3_RUNG(7),
-                         FLASH3_RUNG(8), FLASH3_RUNG(9);
+                         FLASH3_RUNG(8), FLASH3_RUNG(9), FLASH3_RUNG(10);
 
 #endif

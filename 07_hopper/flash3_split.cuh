@@ -27,6 +27,7 @@ typedef struct {
 } split_cursor;
 
 /* The block's next item, false when it has no more. */
+template <int BM = H3_BLOCK_M>
 static __device__ __forceinline__ bool next_item(const flash3_params &p, split_cursor &c, split_item &w)
 {
     if (p.work) {
@@ -34,7 +35,7 @@ static __device__ __forceinline__ bool next_item(const flash3_params &p, split_c
         if (i >= p.work_first[blockIdx.x + 1]) return false;
         const flash3_work x = p.work[i];
         w.it.bh = x.bh;
-        w.it.m0 = x.m_blk * H3_BLOCK_M;
+        w.it.m0 = flash3_tile_m0(x.m_blk, BM, p.seq);
         w.it.n_end = x.n_end;
         w.n_begin = x.n_begin;
         w.slot = x.slot;
@@ -43,21 +44,21 @@ static __device__ __forceinline__ bool next_item(const flash3_params &p, split_c
     }
     w.n_begin = 0;
     w.slot = -1;
-    return flash3_section_item(p, (int)gridDim.x, (int)blockIdx.x, c.sec, w.it);
+    return flash3_section_item<BM>(p, (int)gridDim.x, (int)blockIdx.x, c.sec, w.it);
 }
 
 /* A partial item's epilogue: this thread's rows of O divided by their sums (fp32) into slot
  * si.slot of p.o_part, [slot][row in tile][head_dim], 8 bytes per store; and, by the quad's first
  * lane, each row's log-sum-exp in log2 units, m * c + log2(l) (P = 2^(S*c - m*c), so l * 2^(m*c)
  * is the row's sum of 2^(S*c)), into p.lse_part [slot][row in tile]. */
-template <int D>
+template <int D, int BM = H3_BLOCK_M>
 static __device__ __forceinline__ void store_o_partial(const flash3_params &p, const split_item &si,
                                                        int cwg, const float (&o)[D / 2],
                                                        const float (&m_run)[2], const float (&l_run)[2])
 {
     const int lane = threadIdx.x & 31, w = (threadIdx.x & 127) >> 5, g = lane >> 2, t = lane & 3;
-    float *op = p.o_part + (size_t)si.slot * H3_BLOCK_M * D;
-    float *lp = p.lse_part + (size_t)si.slot * H3_BLOCK_M;
+    float *op = p.o_part + (size_t)si.slot * BM * D;
+    float *lp = p.lse_part + (size_t)si.slot * BM;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float l = l_run[h];
@@ -81,20 +82,20 @@ static __device__ __forceinline__ void store_o_partial(const flash3_params &p, c
  * order, an online log-sum-exp: m the largest lse_k so far, s = sum 2^(lse_k - m), acc = sum
  * 2^(lse_k - m) O_k (fp32); then O = acc / s in bf16, 16 bytes per thread. Rows past seq are
  * left out. A NaN log-sum-exp (a NaN in the row's inputs) makes s, and so the row of O, NaN. */
-template <int D>
+template <int D, int BM = H3_BLOCK_M>
 static __device__ __forceinline__ void combine_rows(const flash3_combine_params &cp)
 {
     constexpr int TPR = D / 8, ROWS = 256 / TPR;
     const flash3_combine_tile ct = cp.tiles[blockIdx.x];
     const int r = (int)blockIdx.y * ROWS + (int)threadIdx.x / TPR;     /* row in the tile */
     const int col = ((int)threadIdx.x % TPR) * 8;
-    const int row = ct.m_blk * H3_BLOCK_M + r;
-    if (row >= cp.seq) return;
+    const int row = flash3_tile_m0(ct.m_blk, BM, cp.seq) + r;
+    if (row >= cp.seq || (BM != H3_BLOCK_M && row < 0)) return;   /* rung 10: rows before 0 too */
     float m = -INFINITY, s = 0.f, acc[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[e] = 0.f;
     for (int k = 0; k < ct.chunks; ++k) {
-        const size_t at = (size_t)(ct.first_slot + k) * H3_BLOCK_M + r;
+        const size_t at = (size_t)(ct.first_slot + k) * BM + r;
         const float lse = cp.lse_part[at];
         if (lse == -INFINITY) continue;   /* a partial with no key (none in a causal split) */
         const float4 a = *(const float4 *)(cp.o_part + at * D + col);
@@ -121,15 +122,15 @@ static __device__ __forceinline__ void combine_rows(const flash3_combine_params 
  * key tile n of the item the K tile and the V tile into the next stage, each as soon as the
  * consumers have released the tile that stage held before. The stages run on across items: u
  * counts the block's key tiles so far. */
-template <int D>
+template <int D, int BM = H3_BLOCK_M>
 static __device__ __forceinline__ void split_producer(const flash3_params &p, const flash3_block &b,
                                                       attn_regions_ctx &rg)
 {
-    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, H3_BLOCK_M), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
+    constexpr uint32_t Q_BYTES = H3_TILE_BYTES(D, BM), KV_BYTES = H3_TILE_BYTES(D, H3_BLOCK_N);
     int u = 0;
     split_cursor cur = { 0, { 0, 0 } };
     split_item si;
-    for (int j = 0; next_item(p, cur, si); ++j) {
+    for (int j = 0; next_item<BM>(p, cur, si); ++j) {
         const flash3_item &w = si.it;
         const int q = j % 2;
         attn_region_begin(rg, ATTN_REGION_WAIT_FREE);

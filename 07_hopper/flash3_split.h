@@ -15,7 +15,7 @@
  *
  * The plan is fixed per shape and grid, computed once at set-up and copied to the device with
  * the workspace: the items [n_work], each block's first item [G + 1], the combine list
- * [n_combine], then the partial O [n_slots][128][head_dim] and log-sum-exp [n_slots][128] (fp32).
+ * [n_combine], then the partial O [n_slots][block_m][head_dim] and log-sum-exp [n_slots][block_m] (fp32).
  * Host code (C with C++ linkage, built by nvcc); no CUDA call.
  */
 #ifndef ATTN_07_FLASH3_SPLIT_H
@@ -36,7 +36,7 @@ typedef struct {
 /* The combine kernel's arguments (rung8_split_keys.cu): the split tiles, the partials, O. */
 typedef struct {
     const flash3_combine_tile *tiles;   /* [split tiles] */
-    const float *o_part, *lse_part;     /* [slot][128][head_dim], [slot][128] */
+    const float *o_part, *lse_part;     /* [slot][block_m][head_dim], [slot][block_m] */
     __nv_bfloat16 *o;                   /* bf16 [batch, heads, seq, head_dim] */
     int seq;
 } flash3_combine_params;
@@ -49,26 +49,37 @@ typedef struct {
     int *first;                /* [blocks + 1] */
     flash3_combine_tile *combine;   /* [n_combine] */
     long long busiest;         /* the busiest block's work: key tiles + 1 per item */
+    int block_m;               /* rows of a query tile (and of a partial) */
 } flash3_split_plan;
 
-/* Key tiles per chunk for seq, head_dim-independent, bh_count = batch*heads on G SMs, or 0 when
- * the whole tiles already spread well: when the longest tile (q_tiles key tiles, + 1 for its
- * prologue and epilogue) is at most 5/4 of an even share of all the work (key tiles + 1 per
- * tile, over G blocks). Otherwise chunks of an even share of the key tiles, ceil(W / G), at
- * least 1; no split either where the longest tile would shed fewer than H3_SPLIT_MIN_GAIN key
- * tiles (q_tiles - chunk): the combine's second launch and the partials' round trip through
- * memory cost about as much as that (docs/perf-notes.md, rung 8). */
+/* The key tiles that query tile m of bm rows (128, or 192 on rung 10) reaches: 0 .. n-1
+ * (causal_key_tiles). With bm = 128 = the key tile, m + 1. */
+static inline int flash3_split_tile_keys(int m, int bm, int seq)
+{
+    return causal_key_tiles(flash3_tile_m0(m, bm, seq), bm, H3_BLOCK_N, seq);
+}
+
+/* Key tiles per chunk for seq, head_dim-independent, bh_count = batch*heads, query tiles of bm
+ * rows, on G SMs, or 0 when the whole tiles already spread well: when the longest tile (n_max
+ * key tiles, + 1 for its prologue and epilogue) is at most 5/4 of an even share of all the work
+ * (key tiles + 1 per tile, over G blocks). Otherwise chunks of an even share of the key tiles,
+ * ceil(W / G), at least 1; no split either where the longest tile would shed fewer than
+ * H3_SPLIT_MIN_GAIN key tiles (n_max - chunk): the combine's second launch and the partials'
+ * round trip through memory cost about as much as that (docs/perf-notes.md, rung 8). */
 #define H3_SPLIT_MIN_GAIN 6
 
-static inline int flash3_split_chunk(int seq, int bh_count, int G)
+static inline int flash3_split_chunk(int seq, int bh_count, int G, int bm)
 {
-    const long long q_tiles = (seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
-    const long long W = (long long)bh_count * q_tiles * (q_tiles + 1) / 2;   /* key tiles, causal */
+    const int q_tiles = (seq + bm - 1) / bm;
+    long long W = 0;                          /* key tiles of one head, causal */
+    for (int m = 0; m < q_tiles; ++m) W += flash3_split_tile_keys(m, bm, seq);
+    W *= bh_count;
+    const long long n_max = flash3_split_tile_keys(q_tiles - 1, bm, seq);
     const long long share = (W + (long long)bh_count * q_tiles + G - 1) / G;
-    if ((q_tiles + 1) * 4 <= share * 5) return 0;
+    if ((n_max + 1) * 4 <= share * 5) return 0;
     long long chunk = (W + G - 1) / G;
     if (chunk < 1) chunk = 1;
-    if (q_tiles - chunk < H3_SPLIT_MIN_GAIN) return 0;
+    if (n_max - chunk < H3_SPLIT_MIN_GAIN) return 0;
     return (int)chunk;
 }
 
@@ -80,22 +91,23 @@ static inline void flash3_split_plan_free(flash3_split_plan *pl)
     memset(pl, 0, sizeof *pl);
 }
 
-/* The plan for seq and bh_count on G blocks (flash3_split_chunk's chunk; with 0, an empty plan).
- * Query tile m (n_end = m + 1 key tiles: 128-row tiles and 128-key tiles) has chunks
- * [k*chunk, min((k+1)*chunk, m+1)), k = 0 .. ceil((m+1)/chunk) - 1. Items are ordered by length,
+/* The plan for seq and bh_count, query tiles of bm rows, on G blocks (flash3_split_chunk's chunk;
+ * with 0, an empty plan). Query tile m (n_end = flash3_split_tile_keys(m) key tiles: m + 1 with
+ * 128-row tiles) has chunks [k*chunk, min((k+1)*chunk, n_end)), k = 0 .. ceil(n_end/chunk) - 1. Items are ordered by length,
  * longest first (then by head, tile, chunk), and each goes to the block whose work so far is
  * least (the lowest-numbered of equals); a block runs its items in the order it got them.
  * Returns 0, or -1 when host memory runs out (the plan is then empty). */
-static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_count, int G)
+static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_count, int G, int bm)
 {
     memset(pl, 0, sizeof *pl);
-    const int chunk = flash3_split_chunk(seq, bh_count, G);
+    const int chunk = flash3_split_chunk(seq, bh_count, G, bm);
     if (chunk == 0) return 0;
-    const int q_tiles = (seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
+    const int q_tiles = (seq + bm - 1) / bm;
+#define H3_SPLIT_CHUNKS(m) ((flash3_split_tile_keys((m), bm, seq) + chunk - 1) / chunk)
     /* items and slots */
     long long n_work = 0, n_slots = 0, n_combine = 0;
     for (int m = 0; m < q_tiles; ++m) {
-        const int chunks = (m + chunk) / chunk;            /* ceil((m + 1) / chunk) */
+        const int chunks = H3_SPLIT_CHUNKS(m);
         n_work += chunks;
         if (chunks > 1) { n_slots += chunks; ++n_combine; }
     }
@@ -120,9 +132,9 @@ static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_
     for (int len = chunk; len >= 1; --len)
         for (int bh = 0; bh < bh_count; ++bh)
             for (int m = 0; m < q_tiles; ++m) {
-                const int chunks = (m + chunk) / chunk;
+                const int chunks = H3_SPLIT_CHUNKS(m), n_end = flash3_split_tile_keys(m, bm, seq);
                 for (int k = 0; k < chunks; ++k) {
-                    const int nb = k * chunk, ne = (nb + chunk < m + 1) ? nb + chunk : m + 1;
+                    const int nb = k * chunk, ne = (nb + chunk < n_end) ? nb + chunk : n_end;
                     if (ne - nb != len) continue;
                     flash3_work w = { bh, m, nb, ne, -1 };
                     all[i++] = w;
@@ -131,7 +143,7 @@ static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_
     /* slots: the split tiles in (head, tile) order, their chunks in key order */
     for (int bh = 0; bh < bh_count; ++bh)
         for (int m = 0; m < q_tiles; ++m) {
-            const int chunks = (m + chunk) / chunk;
+            const int chunks = H3_SPLIT_CHUNKS(m);
             if (chunks < 2) continue;
             flash3_combine_tile t = { bh, m, slot, chunks };
             pl->combine[c++] = t;
@@ -139,11 +151,11 @@ static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_
         }
     for (long long x = 0; x < n_work; ++x) {
         flash3_work *w = &all[x];
-        const int chunks = (w->m_blk + chunk) / chunk;
+        const int chunks = H3_SPLIT_CHUNKS(w->m_blk);
         if (chunks > 1) {
             /* the tile's combine entry: tiles with one chunk have none, so count them out */
             int before = 0;   /* split tiles of this head before tile m_blk */
-            for (int m = 0; m < w->m_blk; ++m) before += ((m + chunk) / chunk > 1);
+            for (int m = 0; m < w->m_blk; ++m) before += (H3_SPLIT_CHUNKS(m) > 1);
             const int per_head = c / bh_count;
             w->slot = pl->combine[w->bh * per_head + before].first_slot + w->n_begin / chunk;
         }
@@ -169,7 +181,9 @@ static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_
     pl->n_work = (int)n_work;
     pl->n_slots = slot;
     pl->n_combine = c;
+    pl->block_m = bm;
     return 0;
+#undef H3_SPLIT_CHUNKS
 }
 
 /* Device bytes of the plan and its workspace, in the order the stage lays them out (each part
@@ -181,8 +195,8 @@ static inline size_t flash3_split_bytes(const flash3_split_plan *pl, int head_di
     return flash3_split_align((size_t)pl->n_work * sizeof(flash3_work)) +
            flash3_split_align((size_t)(pl->blocks + 1) * sizeof(int)) +
            flash3_split_align((size_t)pl->n_combine * sizeof(flash3_combine_tile)) +
-           flash3_split_align((size_t)pl->n_slots * H3_BLOCK_M * head_dim * sizeof(float)) +
-           flash3_split_align((size_t)pl->n_slots * H3_BLOCK_M * sizeof(float));
+           flash3_split_align((size_t)pl->n_slots * pl->block_m * head_dim * sizeof(float)) +
+           flash3_split_align((size_t)pl->n_slots * pl->block_m * sizeof(float));
 }
 
 #endif

@@ -16,6 +16,8 @@
  *   rung8_split_keys.cu  + a split over the keys where the grid is small (the plan: flash3_split.h;
  *                        the items, partials and combine: flash3_split.cuh), then a combine kernel
  *   rung9_item_overlap.cu + an item's first S and softmax under the previous item's last P.V
+ *   rung10_three_consumers.cu rung 8 + three consumer warpgroups (192x128 tiles, setmaxnreg
+ *                        32 / 160, per-warpgroup causal bounds); head_dim 64 only
  * Without --rung: the fastest rung at each head_dim (H3_DEFAULT_RUNG_D64/_D128).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
@@ -23,7 +25,7 @@
  *   Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao 2024, "FlashAttention-3: Fast and Accurate
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
- * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128 (rung 4: 64), any
+ * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128 (rungs 4 and 10: 64), any
  * seq >= 1. One launch per forward, no extra device memory; rungs 8-9 where they split: two
  * launches and the plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
  * on compute capability 9.0 alone; the Makefile's 07_hopper_ARCH).
@@ -50,7 +52,8 @@
 /* The ladder, in order (in the regions build, its instrumented copies: flash3.cuh). */
 static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &FLASH3_RUNG(3),
                                             &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6),
-                                            &FLASH3_RUNG(7), &FLASH3_RUNG(8), &FLASH3_RUNG(9) };
+                                            &FLASH3_RUNG(7), &FLASH3_RUNG(8), &FLASH3_RUNG(9),
+                                            &FLASH3_RUNG(10) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
@@ -87,8 +90,19 @@ static const flash3_rung *rung_for(int head_dim)
 
 static size_t smem_for(const flash3_rung *r, int head_dim)
 {
-    return head_dim == 64 ? H3_SMEM_BYTES(64, H3_BLOCK_M, r->q_buffers)
-                          : H3_SMEM_BYTES(128, H3_BLOCK_M, r->q_buffers);
+    return H3_SMEM_BYTES((size_t)head_dim, (size_t)r->block_m, (size_t)r->q_buffers);
+}
+
+/* A block of the rung: the producer warpgroup and one consumer warpgroup per 64 query rows. */
+static unsigned threads_for(const flash3_rung *r)
+{
+    return 128u * (1u + (unsigned)r->block_m / 64u);
+}
+
+/* Query tiles of one (batch, head) on the rung's tiles. */
+static int q_tiles_for(const flash3_rung *r, int seq)
+{
+    return (seq + r->block_m - 1) / r->block_m;
 }
 
 /* --rung N, N in 1..N_RUNGS (attn_flag_uint: anything else is one line and exit 2). */
@@ -169,7 +183,7 @@ static void encode_tile_map(const flash3_state *st, CUtensorMap *map, const void
 /* The persistent grid: one block per SM, fewer if there are fewer tiles. */
 static long long grid_blocks(const flash3_state *st, const attn_shape *s)
 {
-    const long long tiles = (long long)s->batch * s->heads * ((s->seq + H3_BLOCK_M - 1) / H3_BLOCK_M);
+    const long long tiles = (long long)s->batch * s->heads * q_tiles_for(rung_for(s->head_dim), s->seq);
     return tiles < st->sms ? tiles : st->sms;
 }
 
@@ -179,7 +193,8 @@ static void encode_maps(flash3_state *st, const attn_problem *p)
 {
     const attn_shape *s = &p->shape;
     const int panels = s->head_dim / 64;
-    encode_tile_map(st, &st->q_map, p->q, s, H3_BLOCK_M, panels);
+    const flash3_rung *r = rung_for(s->head_dim);
+    encode_tile_map(st, &st->q_map, p->q, s, r->block_m, panels);
     encode_tile_map(st, &st->k_map, p->k, s, H3_BLOCK_N, panels);
     encode_tile_map(st, &st->v_map, p->v, s, H3_BLOCK_N, panels);
     encode_tile_map(st, &st->o_map, p->o, s, 64, 1);
@@ -188,8 +203,10 @@ static void encode_maps(flash3_state *st, const attn_problem *p)
     st->v = p->v;
     st->o = p->o;
     st->shape = *s;
-    st->l2_sections = flash3_l2_sections(s->seq, s->head_dim, s->batch * s->heads,
-                                         (int)grid_blocks(st, s));
+    const int G = (int)grid_blocks(st, s);
+    st->l2_sections = r->block_m == 192
+                    ? flash3_l2_sections<192>(s->seq, s->head_dim, s->batch * s->heads, G)
+                    : flash3_l2_sections<H3_BLOCK_M>(s->seq, s->head_dim, s->batch * s->heads, G);
 }
 
 /* The multiprocessors of the current device. */
@@ -206,8 +223,9 @@ static int device_sms(void)
 static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
 {
     memset(pl, 0, sizeof *pl);
-    if (!rung_for(s->head_dim)->combine_d64) return;
-    if (flash3_split_plan_make(pl, s->seq, s->batch * s->heads, G) != 0) {
+    const flash3_rung *r = rung_for(s->head_dim);
+    if (!r->combine_d64) return;
+    if (flash3_split_plan_make(pl, s->seq, s->batch * s->heads, G, r->block_m) != 0) {
         fprintf(stderr, "07_hopper: out of host memory (the split plan)\n");
         attn_exit(1);
     }
@@ -231,7 +249,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
     const flash3_rung *r = rung_for(s->head_dim);
     const tiled_launch l = { "07_hopper", 9, 1,
                              "a Hopper GPU, compute capability 9.0 (sm_90a: wgmma, TMA, mbarrier "
-                             "transactions)", H3_BLOCK_M, r->persistent, smem_for(r, s->head_dim) };
+                             "transactions)", r->block_m, r->persistent, smem_for(r, s->head_dim) };
     if ((long long)s->batch * s->heads > INT_MAX) {
         snprintf(why, why_len, "batch x heads = %lld is more than 07_hopper indexes (at most %d)",
                  (long long)s->batch * s->heads, INT_MAX);
@@ -273,7 +291,7 @@ static void *flash3_setup(attn_problem *p)
         st->d_combine = (flash3_combine_tile *)at;
         at += flash3_split_align((size_t)pl->n_combine * sizeof(flash3_combine_tile));
         st->d_o_part = (float *)at;
-        at += flash3_split_align((size_t)pl->n_slots * H3_BLOCK_M * p->shape.head_dim * sizeof(float));
+        at += flash3_split_align((size_t)pl->n_slots * pl->block_m * p->shape.head_dim * sizeof(float));
         st->d_lse_part = (float *)at;
         CUDA_CHECK(cudaMemcpy(st->d_work, pl->work, (size_t)pl->n_work * sizeof(flash3_work),
                               cudaMemcpyHostToDevice));
@@ -288,7 +306,7 @@ static void *flash3_setup(attn_problem *p)
 }
 
 /* One launch of the rung's kernel: grid (batch*heads, query tiles), or min(SMs, query tiles x
- * batch*heads) blocks for a persistent rung; 384 threads. */
+ * batch*heads) blocks for a persistent rung; 128 per warpgroup (384, or 512 on rung 10). */
 static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;
@@ -311,7 +329,7 @@ static void flash3_forward(attn_problem *p)
     fp.regions = attn_regions_param_of(p);
     const flash3_rung *r = rung_for(s->head_dim);
     fp.bh_count = s->batch * s->heads;
-    fp.q_tiles = (s->seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
+    fp.q_tiles = q_tiles_for(r, s->seq);
     fp.l2_sections = st->l2_sections;
     fp.work = st->plan.chunk ? st->d_work : NULL;
     fp.work_first = st->d_first;
@@ -323,7 +341,7 @@ static void flash3_forward(attn_problem *p)
     void *args[] = { &fp };
 
     prof_range_push("flash3_attention_forward");
-    CUDA_CHECK(cudaLaunchKernel(rung_kernel(r, s->head_dim), grid, dim3(H3_THREADS), args,
+    CUDA_CHECK(cudaLaunchKernel(rung_kernel(r, s->head_dim), grid, dim3(threads_for(r)), args,
                                 smem_for(r, s->head_dim), p->stream));
     if (st->plan.n_combine) {
         /* rungs 8-9: the split tiles' partials into O (256 threads: 8 columns each, rows of
@@ -337,7 +355,7 @@ static void flash3_forward(attn_problem *p)
         void *cargs[] = { &cp };
         const unsigned rows = 256u / (unsigned)(s->head_dim / 8);
         CUDA_CHECK(cudaLaunchKernel(s->head_dim == 64 ? r->combine_d64 : r->combine_d128,
-                                    dim3((unsigned)st->plan.n_combine, H3_BLOCK_M / rows),
+                                    dim3((unsigned)st->plan.n_combine, (unsigned)r->block_m / rows),
                                     dim3(256), cargs, 0, p->stream));
     }
     prof_range_pop();
@@ -377,9 +395,10 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                      6  + O stored by TMA from the shared tile                   64, 128\n"
     "                      7  + the store's read waited for under the next S           64, 128\n"
     "                      8  + split over the keys where the grid is small, combine   64, 128\n"
-    "                      9  + the next item's first S under this one's last P.V      64, 128",
+    "                      9  + the next item's first S under this one's last P.V      64, 128\n"
+    "                     10  8 + three consumer warpgroups, 192x128 tiles              64",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,
 };
-ATTN_REGIONS_REGISTER_ROLES("warpgroup", "producer", "consumer 0", "consumer 1")
+ATTN_REGIONS_REGISTER_ROLES("warpgroup", "producer", "consumer 0", "consumer 1", "consumer 2")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # 07_hopper's ladder: every rung (./07_hopper/run --rung N) is its own kernel,
-# flash3_fwd_bf16_causal_128x128_d<head_dim>_r<N>_sm90a, and must pass what the chapter's kernel
+# flash3_fwd_bf16_causal_<BLOCK_M>x128_d<head_dim>_r<N>_sm90a (BLOCK_M 128; 192 on rung 10), and must pass what the chapter's kernel
 # passes: every query row of the odd sequence lengths at both head_dims it runs, one kernel per
 # step, no extra device memory, the same O bits over repeated runs. GPU tests need compute
 # capability 9.0 (the binary is sm_90a only) and skip elsewhere with the reason; the tests marked
@@ -15,21 +15,27 @@ setup() {
 # + QB x Q (128 rows) + 2 stages x (K + V) (128 rows) + mbarriers (9 with one Q buffer, 12 with two).
 #   one Q buffer (rungs 1-2):  d64 1024 + 16384 + 65536 + 72 = 83016,  d128 1024 + 32768 + 131072 + 72 = 164936
 #   two Q buffers (rungs 3-9): d64 1024 + 32768 + 65536 + 96 = 99424,  d128 1024 + 65536 + 131072 + 96 = 197728
-#   (rungs 6-9 store O from the Q buffer it was staged in: no shared memory of their own)
+#   (rungs 6-10 store O from the Q buffer it was staged in: no shared memory of their own)
+#   rung 10 (192-row Q tiles, two buffers), d64: 1024 + 49152 + 65536 + 96 = 115808
 smem_of() {
     case "$1:$2" in
         1:64 | 2:64) echo 83016 ;;
         1:128 | 2:128) echo 164936 ;;
         3:64 | 4:64 | 5:64 | 6:64 | 7:64 | 8:64 | 9:64) echo 99424 ;;
         3:128 | 5:128 | 6:128 | 7:128 | 8:128 | 9:128) echo 197728 ;;
+        10:64) echo 115808 ;;
     esac
 }
 
+# Query rows of a rung's tile (one consumer warpgroup per 64, plus the producer's 128 threads).
+block_m_of() { if [ "$1" -eq 10 ]; then echo 192; else echo 128; fi; }
+
 # The kernel details line of the run: exactly one, the rung's kernel.
 assert_rung_kernel() {
-    local k="flash3_fwd_bf16_causal_128x128_d$2_r$1_sm90a"
+    local bm; bm=$(block_m_of "$1")
+    local k="flash3_fwd_bf16_causal_${bm}x128_d$2_r$1_sm90a"
     [ "$(printf '%s\n' "$output" | grep -cE '^  flash3_[a-z0-9_]+\(flash3_params\): grid ')" -eq 1 ]
-    [ "$(printf '%s\n' "$output" | grep -cE "^  $k\(flash3_params\): grid \[[0-9]+, [0-9]+, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ $(smem_of "$1" "$2") B \(opt-in\)")" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -cE "^  $k\(flash3_params\): grid \[[0-9]+, [0-9]+, 1\], block \[$((128 + 2 * bm)), 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ $(smem_of "$1" "$2") B \(opt-in\)")" -eq 1 ]
 }
 
 # The lean runs of the rung_case tests (rung_cases and rung_flags, tests/runs.bash), at once,
@@ -48,9 +54,9 @@ sm_count() {
 }
 
 # combine_lines HEAD_DIM [RUNG]: the combine kernel's details lines of rung 8 (or RUNG) where it
-# split the keys: its grid is (split tiles, 128 / rows per block), 256 threads.
+# split the keys: its grid is (split tiles, BLOCK_M / rows per block), 256 threads.
 combine_lines() {
-    printf '%s\n' "$output" | grep -cE "^  flash3_fwd_combine_bf16_d$1_r${2:-8}_sm90a\(flash3_combine_params\): grid \[[0-9]+, $((128 / (256 / ($1 / 8)))), 1\], block \[256, 1, 1\], "
+    printf '%s\n' "$output" | grep -cE "^  flash3_fwd_combine_bf16_d$1_r${2:-8}_sm90a\(flash3_combine_params\): grid \[[0-9]+, $(($(block_m_of "${2:-8}") / (256 / ($1 / 8)))), 1\], block \[256, 1, 1\], "
 }
 
 # rung_case RUNG HEAD_DIM: every run of rung_cases PASSes with one rung kernel per step, no copy,
@@ -105,6 +111,7 @@ rung_checks() {
 @test "07 ladder rung 8 head_dim 128: every odd seq PASS, one r8 kernel (+ combine where split), same o_hash" { rung_case 8 128; }
 @test "07 ladder rung 9 head_dim 64: every odd seq PASS, one r9 kernel (+ combine where split), same o_hash" { rung_case 9 64; }
 @test "07 ladder rung 9 head_dim 128: every odd seq PASS, one r9 kernel (+ combine where split), same o_hash" { rung_case 9 128; }
+@test "07 ladder rung 10 head_dim 64: every odd seq PASS, one r10 kernel (+ combine where split), same o_hash" { rung_case 10 64; }
 
 # Rung 8 splits the keys where the tiles are few against the SMs (flash3_split.h; the plans are
 # checked on the CPU below): at 2x3x1000 (48 tiles) chunks of 2 key tiles where the device has
@@ -149,12 +156,14 @@ rung_checks() {
 }
 
 # A NaN in Q stays in its own row of O where the keys are split: row 999 of head (0, 0) lies in
-# the last query tile, which rungs 8 and 9 cut into 4 chunks at 2x3x1000 (the check fails if the
-# NaN rows of O are not exactly that row; a split that dropped the NaN would write a finite row).
-@test "07 ladder rungs 8-9: --poison-q 999 at 2x3x1000, a split shape: the NaN stays in its own row" {
+# the last query tile, which rungs 8 and 9 cut into 4 chunks at 2x3x1000, and rung 10 (192-row
+# tiles, head_dim 64) into 4 (the check fails if the NaN rows of O are not exactly that row; a
+# split that dropped the NaN would write a finite row).
+@test "07 ladder rungs 8-10: --poison-q 999 at 2x3x1000, a split shape: the NaN stays in its own row" {
     local r d
-    for r in 8 9; do
+    for r in 8 9 10; do
         for d in 64 128; do
+            [ "$r:$d" != 10:128 ] || continue
             rung_result "$r 2 3 1000 $d --poison-q 999 --check-rows all"
             echo "rung $r head_dim $d: $(printf '%s\n' "$output" | tail -n 1)"
             [ "$status" -eq 0 ]
@@ -274,7 +283,7 @@ DEFAULT_RUNG_D128=8
 
 # ---- CPU ---------------------------------------------------------------------------------------
 
-@test "07 ladder: --help lists the nine rungs with their idea and head_dims (no GPU needed)" {
+@test "07 ladder: --help lists the ten rungs with their idea and head_dims (no GPU needed)" {
     run "$ROOT/07_hopper/run" --help
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" | grep -qxF '                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128'
@@ -286,28 +295,32 @@ DEFAULT_RUNG_D128=8
     printf '%s\n' "$output" | grep -qxF "                      7  + the store's read waited for under the next S           64, 128"
     printf '%s\n' "$output" | grep -qxF '                      8  + split over the keys where the grid is small, combine   64, 128'
     printf '%s\n' "$output" | grep -qxF "                      9  + the next item's first S under this one's last P.V      64, 128"
+    printf '%s\n' "$output" | grep -qxF "                     10  8 + three consumer warpgroups, 192x128 tiles              64"
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
 }
 
 @test "07 ladder: a bad --rung exits 2 with one line naming the range (no GPU needed)" {
     local v
-    for v in 0 10 99 x -1 2.5 ''; do
+    for v in 0 11 99 x -1 2.5 ''; do
         run "$ROOT/07_hopper/run" --rung "$v" --trace none
         echo "--rung '$v': $status $output"
         [ "$status" -eq 2 ]
         [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
-        [[ "$output" == "--rung: "*"(expected 1 to 9)" ]]
+        [[ "$output" == "--rung: "*"(expected 1 to 10)" ]]
     done
     run "$ROOT/07_hopper/run" --trace none --rung
     [ "$status" -eq 2 ]
     [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
 }
 
-@test "07 ladder: rung 4 refuses head_dim 128 with one line, exit 2 (no GPU needed)" {
-    run "$ROOT/07_hopper/run" --rung 4 --head-dim 128 --trace none
-    echo "$output"
-    [ "$status" -eq 2 ]
-    [ "$output" = "rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 and 5-9 run 64 and 128)" ]
+@test "07 ladder: rungs 4 and 10 refuse head_dim 128 with one line, exit 2 (no GPU needed)" {
+    local r
+    for r in 4 10; do
+        run "$ROOT/07_hopper/run" --rung "$r" --head-dim 128 --trace none
+        echo "$output"
+        [ "$status" -eq 2 ]
+        [ "$output" = "rung $r of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 and 5-9 run 64 and 128)" ]
+    done
 }
 
 @test "07 ladder: make ladder at a head_dim no rung runs: the stage's one line, exit 2, nothing written (no GPU needed)" {
@@ -319,12 +332,15 @@ DEFAULT_RUNG_D128=8
 
 # The work orders on the CPU (tests/unit/flash3_order.cu, built by make as build/flash3_order with
 # the header the kernels use): every (head, query tile) exactly once over the blocks for 1352
-# cases of heads, seq, grid and sections; one section = rung 3's order item for item; and the
+# cases of heads, seq, grid and sections (and as many with rung 10's tiles); one section = rung 3's order item for item; and the
 # host's L2 sections at the bench shapes: 2, 2 and 4 sections with the busiest block's work (key
 # tiles + 1 per item) equal to one section's, 2x16x3001x128 back to one section (four to eight
 # would leave a block 82 or more against 79), 4x16x6000x64 at 8 sections (7, the fewest its K and
 # V allow, would leave 582 against 572), and the two shapes of the GPU test above at two sections.
-@test "07 ladder: rungs 5-8's order covers every tile once; the host's L2 sections (no GPU needed)" {
+# The same for rung 10's 192-row tiles (order10 / split10; their key tiles are larger work, so the
+# busiest counts compare only with each other): the tiles shifted so that they cover rows 0 ..
+# seq-1 with no 64-row warpgroup across row 0, for every seq from 1 to 1200.
+@test "07 ladder: rungs 5-10's order covers every tile once; the host's L2 sections (no GPU needed)" {
     run make -s -C "$ROOT" build/flash3_order
     echo "$output"
     [ "$status" -eq 0 ]
@@ -346,7 +362,14 @@ DEFAULT_RUNG_D128=8
     printf '%s\n' "$output" | grep -qxF 'split 2x3x1000x64 G=120 chunk=2 items=120 slots=108 combine=36 busiest=3 unsplit=9 bytes=3598080'
     printf '%s\n' "$output" | grep -qxF 'split 8x16x1024x64 G=132 chunk=0 items=0 slots=0 combine=0 busiest=0 unsplit=44 bytes=0'
     printf '%s\n' "$output" | grep -qxF 'split 1x16x16384x128 G=132 chunk=0 items=0 slots=0 combine=0 busiest=0 unsplit=1024 bytes=0'
-    [ "$(printf '%s\n' "$output" | tail -n 1)" = "order: 1649 cases ok" ]
+    # rung 10: 6 tiles a head at seq 1024 (33 per block against 44), the split of 2x3x1000x64 cut
+    # into 2-key-tile chunks (its last tile into 4), none at the blog's shape
+    printf '%s\n' "$output" | grep -qxF 'order10 8x16x1024x64 G=132 sections=2 busiest=33 one_section=33'
+    printf '%s\n' "$output" | grep -qxF 'order10 4x16x2048x64 G=132 sections=2 busiest=54 one_section=54'
+    printf '%s\n' "$output" | grep -qxF 'split10 1x1x4096x64 G=132 chunk=3 items=132 slots=130 combine=20 busiest=4 unsplit=33 bytes=6493696'
+    printf '%s\n' "$output" | grep -qxF 'split10 2x3x1000x64 G=90 chunk=2 items=90 slots=78 combine=24 busiest=3 unsplit=9 bytes=3896832'
+    printf '%s\n' "$output" | grep -qxF 'split10 8x16x1024x64 G=132 chunk=0 items=0 slots=0 combine=0 busiest=0 unsplit=33 bytes=0'
+    [ "$(printf '%s\n' "$output" | tail -n 1)" = "order: 5691 cases ok" ]
 }
 
 @test "07 ladder: the table renders from a saved summary, one row per rung (no GPU needed)" {

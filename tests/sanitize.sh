@@ -36,7 +36,7 @@
 #       it runs clean.
 #   SANITIZE_TIMEOUT=300  seconds per run; a run that takes longer is killed and FAILs (a hang
 #       under a tool is a finding, not a wait).
-#   07_hopper runs once per rung (--rung 1 .. 9; rung 4 refuses head_dim 128 and is skipped):
+#   07_hopper runs once per rung (--rung 1 .. 10; rungs 4 and 10 refuse head_dim 128, skipped):
 #       every tool checks the kernels students run, racecheck included. Measured on the H200
 #       (compute-sanitizer 2025.3.1) on the one-kernel build before the ladder: racecheck hung
 #       now and then on the setmaxnreg kernel (killed after 30-60 s; 0 hazards whenever it
@@ -197,7 +197,10 @@ for stage in $stages; do
         continue
     fi
     variants=-
-    if [ "$stage" = 07_hopper ]; then variants="1 2 3 4 5 6 7 8 9"; fi
+    # 07_hopper: every rung of the ladder, one per file (07_hopper/rung<N>_*.cu)
+    if [ "$stage" = 07_hopper ]; then
+        variants=$(set +f; ls 07_hopper/rung[0-9]*_*.cu | sed 's/^07_hopper\/rung\([0-9]*\)_.*/\1/' | sort -n | tr '\n' ' ')
+    fi
     for variant in $variants; do
     rung_args=() which=
     if [ "$variant" != - ]; then rung_args=(--rung "$variant"); which="; --rung $variant"; fi

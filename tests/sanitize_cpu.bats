@@ -78,9 +78,12 @@ echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"; 
     [ "$status" -eq 0 ]
     [ "$(printf '%s\n' "$output" | grep -c '^hung 07_hopper racecheck 1x2x77x64: still running after 1 s, killed; run again (2 of 3); --rung 1$')" -eq 1 ]
     [ "$(printf '%s\n' "$output" | grep -c '^ok   07_hopper racecheck 1x2x77x64 .*; after 1 hung run(s))$')" -eq 1 ]
-    # racecheck's own summary line is the one quoted
-    [ "$(printf '%s\n' "$output" | grep -c '^ok   07_hopper racecheck 1x2x77x64 ([0-9]* s; RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings); --rung [1-9]')" -eq 9 ]
-    [ "$(printf '%s\n' "$output" | grep -c '^ok   07_hopper racecheck')" -eq 9 ]
+    # racecheck's own summary line is the one quoted, once per rung of the ladder (its files)
+    local rungs
+    rungs=$(cd "$ROOT" && ls 07_hopper/rung[0-9]*_*.cu | wc -l)
+    [ "$rungs" -eq 10 ]
+    [ "$(printf '%s\n' "$output" | grep -cE '^ok   07_hopper racecheck 1x2x77x64 \([0-9]+ s; RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\); --rung [0-9]+')" -eq "$rungs" ]
+    [ "$(printf '%s\n' "$output" | grep -c '^ok   07_hopper racecheck')" -eq "$rungs" ]
     [[ "$output" == *", 1 hung run(s) run again (racecheck on 07_hopper), no failures;"* ]]
     # rung 1 always hanging: three runs, then FAIL (the other rungs clean). What sanitize.sh sees
     # of a run killed at the limit is timeout(1)'s exit status 124: here rung 1's run answers 124
@@ -95,8 +98,9 @@ echo "========= ERROR SUMMARY: 0 errors"; exit 0'
     [ "$status" -eq 1 ]
     [ "$(printf '%s\n' "$output" | grep -c '^hung 07_hopper racecheck 1x2x77x128: .*--rung 1$')" -eq 2 ]
     [[ "$output" == *"FAIL 07_hopper racecheck 1x2x77x128: still running after 1 s, killed (SANITIZE_TIMEOUT); --rung 1:"* ]]
-    # the rung that refuses head_dim 128 is skipped with its own line, before the tool runs
+    # the rungs that refuse head_dim 128 are skipped with their own line, before the tool runs
     [ "$(printf '%s\n' "$output" | grep -cxF 'skip 07_hopper racecheck 1x2x77x128: rung 4 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 and 5-9 run 64 and 128)')" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -cxF 'skip 07_hopper racecheck 1x2x77x128: rung 10 of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 and 5-9 run 64 and 128)')" -eq 1 ]
 }
 
 @test "sanitize.sh: a sanitizer whose --version hangs is killed after SANITIZE_TIMEOUT: exit 2, one line" {

@@ -15,6 +15,10 @@
  *     and the plans at the sweep's small grids (132 SMs), one line each:
  *       split BxHxSxD G=<blocks> chunk=<key tiles> items=<n> slots=<n> combine=<tiles>
  *             busiest=<key tiles + 1 per item> unsplit=<the busiest block of rung 7's order>
+ *   - the same for rung 10's 192-row tiles (BM = 192, shifted so that the first tile starts up
+ *     to 128 rows before row 0: flash3_tile_m0), whose key tiles per query tile are no longer
+ *     m + 1; its lines read order10 / split10. Every tile's 64-row warpgroups then lie wholly
+ *     before row 0 or wholly at or after it, and the tiles cover rows 0 .. seq-1 exactly once.
  * Prints "order: N cases ok" and exits 0, or one line per failure and exits 1.
  */
 #include <stdio.h>
@@ -26,23 +30,46 @@
 
 static int g_failed = 0;
 
-static flash3_params shape_params(int bh, int seq, int sections)
+static flash3_params shape_params(int bh, int seq, int sections, int bm = H3_BLOCK_M)
 {
     flash3_params p;
     memset(&p, 0, sizeof p);
     p.seq = seq;
     p.bh_count = bh;
-    p.q_tiles = (seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
+    p.q_tiles = (seq + bm - 1) / bm;
     p.l2_sections = sections;
     return p;
+}
+
+/* The query tile whose first row is m0 (flash3_tile_m0), or -1. */
+static int tile_of(int m0, int bm, int seq)
+{
+    const int d = m0 - flash3_tile_m0(0, bm, seq);
+    return d % bm == 0 ? d / bm : -1;
+}
+
+/* The tiles of bm rows at seq: the first starts at row 0 or up to 128 rows before it, a multiple
+ * of 64 (so that no warpgroup's 64 rows straddle row 0), and the last ends at or past seq: with
+ * bm = 192 by less than 64 rows (the rows of no work sit in the first tile); with 128, the first
+ * starts at row 0. */
+static void check_rows(int seq, int bm)
+{
+    const int q_tiles = (seq + bm - 1) / bm, first = flash3_tile_m0(0, bm, seq);
+    const int end = flash3_tile_m0(q_tiles - 1, bm, seq) + bm;
+    if (first > 0 || first <= -bm || first % 64 || end < seq || (bm != H3_BLOCK_M && end - seq >= 64) ||
+        (bm == H3_BLOCK_M && first != 0)) {
+        printf("rows FAIL seq=%d bm=%d: tiles from row %d to %d\n", seq, bm, first, end);
+        ++g_failed;
+    }
 }
 
 /* Every item once, within bounds, with flash3_item_bounds' n_end; with one section, the
  * persistent order (j-th item of block blk: i = jG + (j odd ? G-1-blk : blk), head i % bh,
  * query tile q_tiles-1 - i / bh). */
+template <int BM = H3_BLOCK_M>
 static void check_order(int bh, int seq, int G, int sections)
 {
-    const flash3_params p = shape_params(bh, seq, sections);
+    const flash3_params p = shape_params(bh, seq, sections, BM);
     const long long total = (long long)bh * p.q_tiles;
     unsigned char *seen = (unsigned char *)calloc((size_t)total, 1);
     if (!seen) { fprintf(stderr, "order: out of host memory\n"); exit(1); }
@@ -50,12 +77,13 @@ static void check_order(int bh, int seq, int G, int sections)
     for (int blk = 0; blk < G; ++blk) {
         flash3_cursor c = { 0, 0 };
         flash3_item w;
-        for (int j = 0; flash3_section_item(p, G, blk, c, w); ++j) {
-            const int m_blk = w.m0 / H3_BLOCK_M;
+        for (int j = 0; flash3_section_item<BM>(p, G, blk, c, w); ++j) {
+            const int m_blk = tile_of(w.m0, BM, seq);
             flash3_item ref;
-            flash3_item_bounds(p, m_blk, ref);
-            if (w.bh < 0 || w.bh >= bh || m_blk < 0 || m_blk >= p.q_tiles || w.m0 % H3_BLOCK_M ||
-                w.n_end != ref.n_end || w.n_end < 1) {
+            flash3_item_bounds<BM>(p, m_blk, ref);
+            if (w.bh < 0 || w.bh >= bh || m_blk < 0 || m_blk >= p.q_tiles ||
+                w.n_end != ref.n_end || w.n_end < 1 ||
+                w.n_end != causal_key_tiles(w.m0, BM, H3_BLOCK_N, seq)) {
                 printf("order FAIL bh=%d seq=%d G=%d sections=%d: block %d item %d is (bh %d, m0 %d, "
                        "n_end %d)\n", bh, seq, G, sections, blk, j, w.bh, w.m0, w.n_end);
                 ++g_failed;
@@ -87,13 +115,14 @@ static void check_order(int bh, int seq, int G, int sections)
     free(seen);
 }
 
-/* rung 8's plan for bh heads of seq on G blocks, checked as the header comment says. */
-static void check_split(int bh, int seq, int G, flash3_split_plan *pl)
+/* rung 8's plan (rung 10's with bm = 192) for bh heads of seq on G blocks, checked as the header
+ * comment says. */
+static void check_split(int bh, int seq, int G, flash3_split_plan *pl, int bm = H3_BLOCK_M)
 {
-    if (flash3_split_plan_make(pl, seq, bh, G) != 0) { fprintf(stderr, "order: out of host memory\n"); exit(1); }
+    if (flash3_split_plan_make(pl, seq, bh, G, bm) != 0) { fprintf(stderr, "order: out of host memory\n"); exit(1); }
     if (pl->chunk == 0) return;
-    const int q_tiles = (seq + H3_BLOCK_M - 1) / H3_BLOCK_M;
-    const long long cells = (long long)bh * q_tiles * q_tiles;    /* (bh, m, n) */
+    const int q_tiles = (seq + bm - 1) / bm, k_tiles = (seq + H3_BLOCK_N - 1) / H3_BLOCK_N;
+    const long long cells = (long long)bh * q_tiles * k_tiles;    /* (bh, m, n) */
     unsigned char *seen = (unsigned char *)calloc((size_t)cells, 1);
     int *slot_of = (int *)malloc((size_t)(pl->n_slots ? pl->n_slots : 1) * sizeof(int));
     if (!seen || !slot_of) { fprintf(stderr, "order: out of host memory\n"); exit(1); }
@@ -108,12 +137,16 @@ static void check_split(int bh, int seq, int G, flash3_split_plan *pl)
         for (int i = pl->first[b]; i < pl->first[b + 1]; ++i) {
             const flash3_work w = pl->work[i];
             const int len = w.n_end - w.n_begin;
+            /* the key tiles the tile reaches: m + 1 with 128-row tiles */
+            const int keys = w.m_blk >= 0 && w.m_blk < q_tiles
+                           ? causal_key_tiles(flash3_tile_m0(w.m_blk, bm, seq), bm, H3_BLOCK_N, seq) : 0;
+            if (bm == H3_BLOCK_M && keys != w.m_blk + 1) SPLIT_FAIL("tile %d reaches %d key tiles", w.m_blk, keys);
             if (w.bh < 0 || w.bh >= bh || w.m_blk < 0 || w.m_blk >= q_tiles || w.n_begin < 0 ||
-                w.n_end > w.m_blk + 1 || len < 1 || len > pl->chunk || w.n_begin % pl->chunk)
+                w.n_end > keys || len < 1 || len > pl->chunk || w.n_begin % pl->chunk)
                 SPLIT_FAIL("item %d (bh %d, tile %d, keys %d..%d)", i, w.bh, w.m_blk, w.n_begin, w.n_end);
             if (i > pl->first[b] && len > pl->work[i - 1].n_end - pl->work[i - 1].n_begin)
                 SPLIT_FAIL("block %d: item %d longer than the one before", b, i);
-            const int whole = w.n_begin == 0 && w.n_end == w.m_blk + 1;
+            const int whole = w.n_begin == 0 && w.n_end == keys;
             if (whole != (w.slot < 0)) SPLIT_FAIL("item %d: slot %d for a %s", i, w.slot, whole ? "whole tile" : "chunk");
             if (w.slot >= pl->n_slots) SPLIT_FAIL("item %d: slot %d of %d", i, w.slot, pl->n_slots);
             if (w.slot >= 0) {
@@ -121,19 +154,21 @@ static void check_split(int bh, int seq, int G, flash3_split_plan *pl)
                 slot_of[w.slot] = i;
             }
             for (int n = w.n_begin; n < w.n_end && !fails; ++n)
-                if (seen[((long long)w.bh * q_tiles + w.m_blk) * q_tiles + n]++)
+                if (seen[((long long)w.bh * q_tiles + w.m_blk) * k_tiles + n]++)
                     SPLIT_FAIL("(bh %d, tile %d, key tile %d) twice", w.bh, w.m_blk, n);
         }
     }
     for (long long x = 0; x < cells && !fails; ++x) {
-        const int n = (int)(x % q_tiles), m = (int)(x / q_tiles % q_tiles);
-        if ((n <= m) != (seen[x] == 1)) SPLIT_FAIL("(tile %d, key tile %d) seen %d times", m, n, seen[x]);
+        const int n = (int)(x % k_tiles), m = (int)(x / k_tiles % q_tiles);
+        const int keys = causal_key_tiles(flash3_tile_m0(m, bm, seq), bm, H3_BLOCK_N, seq);
+        if ((n < keys) != (seen[x] == 1)) SPLIT_FAIL("(tile %d, key tile %d) seen %d times", m, n, seen[x]);
     }
     /* the combine list: each split tile's slots in key order, each written by that chunk */
     int slots = 0;
     for (int c = 0; c < pl->n_combine && !fails; ++c) {
         const flash3_combine_tile t = pl->combine[c];
-        if (t.first_slot != slots || t.chunks != (t.m_blk + pl->chunk) / pl->chunk || t.chunks < 2)
+        const int keys = causal_key_tiles(flash3_tile_m0(t.m_blk, bm, seq), bm, H3_BLOCK_N, seq);
+        if (t.first_slot != slots || t.chunks != (keys + pl->chunk - 1) / pl->chunk || t.chunks < 2)
             SPLIT_FAIL("combine %d: (bh %d, tile %d) slots %d+%d", c, t.bh, t.m_blk, t.first_slot, t.chunks);
         for (int k = 0; k < t.chunks && !fails; ++k) {
             const int i = slot_of[t.first_slot + k];
@@ -150,34 +185,39 @@ static void check_split(int bh, int seq, int G, flash3_split_plan *pl)
     free(slot_of);
 }
 
-/* rung 8's plan at one shape, as the launch makes it (on all SMs; unsplit: rung 7's order on
- * min(SMs, tiles) blocks), one line. */
+/* rung 8's plan (BM = 192: rung 10's, line "split10") at one shape, as the launch makes it (on all
+ * SMs; unsplit: rung 7's order on min(SMs, tiles) blocks), one line. */
+template <int BM = H3_BLOCK_M>
 static void report_split(int b, int h, int seq, int d, int sms)
 {
     const int bh = b * h;
-    const long long tiles = (long long)bh * ((seq + H3_BLOCK_M - 1) / H3_BLOCK_M);
+    const long long tiles = (long long)bh * ((seq + BM - 1) / BM);
     const int G = (int)(tiles < sms ? tiles : sms);
     flash3_split_plan pl;
-    check_split(bh, seq, sms, &pl);
-    const flash3_params p = shape_params(bh, seq, 1);
-    printf("split %dx%dx%dx%d G=%d chunk=%d items=%d slots=%d combine=%d busiest=%lld unsplit=%lld "
-           "bytes=%zu\n", b, h, seq, d, pl.chunk ? pl.blocks : G, pl.chunk, pl.n_work, pl.n_slots,
-           pl.n_combine, pl.busiest, flash3_busiest_block(p, G, flash3_l2_sections(seq, d, bh, G)),
+    check_split(bh, seq, sms, &pl, BM);
+    const flash3_params p = shape_params(bh, seq, 1, BM);
+    printf("split%s %dx%dx%dx%d G=%d chunk=%d items=%d slots=%d combine=%d busiest=%lld unsplit=%lld "
+           "bytes=%zu\n", BM == H3_BLOCK_M ? "" : "10", b, h, seq, d, pl.chunk ? pl.blocks : G,
+           pl.chunk, pl.n_work, pl.n_slots, pl.n_combine, pl.busiest,
+           flash3_busiest_block<BM>(p, G, flash3_l2_sections<BM>(seq, d, bh, G)),
            flash3_split_bytes(&pl, d));
     flash3_split_plan_free(&pl);
 }
 
-/* The host's choice at one shape, as the launch makes it (G = min(SMs, tiles)). */
+/* The host's choice at one shape, as the launch makes it (G = min(SMs, tiles)); BM = 192: rung
+ * 10's, line "order10". */
+template <int BM = H3_BLOCK_M>
 static void report(int b, int h, int seq, int d, int sms)
 {
     const int bh = b * h;
-    const long long tiles = (long long)bh * ((seq + H3_BLOCK_M - 1) / H3_BLOCK_M);
+    const long long tiles = (long long)bh * ((seq + BM - 1) / BM);
     const int G = (int)(tiles < sms ? tiles : sms);
-    const int sections = flash3_l2_sections(seq, d, bh, G);
-    const flash3_params p = shape_params(bh, seq, 1);
-    check_order(bh, seq, G, sections);
-    printf("order %dx%dx%dx%d G=%d sections=%d busiest=%lld one_section=%lld\n", b, h, seq, d, G,
-           sections, flash3_busiest_block(p, G, sections), flash3_busiest_block(p, G, 1));
+    const int sections = flash3_l2_sections<BM>(seq, d, bh, G);
+    const flash3_params p = shape_params(bh, seq, 1, BM);
+    check_order<BM>(bh, seq, G, sections);
+    printf("order%s %dx%dx%dx%d G=%d sections=%d busiest=%lld one_section=%lld\n",
+           BM == H3_BLOCK_M ? "" : "10", b, h, seq, d, G, sections,
+           flash3_busiest_block<BM>(p, G, sections), flash3_busiest_block<BM>(p, G, 1));
 }
 
 int main(void)
@@ -197,17 +237,31 @@ int main(void)
                     if (sec > bh) continue;
                     check_order(bh, seq, G, sec);
                     ++cases;
+                    const long long tiles10 = (long long)bh * ((seq + 191) / 192);
+                    check_order<192>(bh, seq, (int)(tiles10 < grids[g] ? tiles10 : grids[g]), sec);
+                    ++cases;
                 }
+    for (int seq = 1; seq <= 1200; ++seq, cases += 2) {
+        check_rows(seq, H3_BLOCK_M);
+        check_rows(seq, 192);
+    }
     static const int shapes[][4] = { { 8, 16, 1024, 64 }, { 4, 16, 2048, 64 }, { 2, 16, 4096, 128 },
                                      { 2, 16, 3001, 128 }, { 2, 3, 1000, 64 }, { 4, 8, 4096, 64 },
                                      { 1, 16, 4096, 128 }, { 4, 16, 6000, 64 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i, ++cases)
         report(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 132);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+        if (shapes[i][3] == 64) {
+            report<192>(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 132);
+            ++cases;
+        }
     for (size_t a = 0; a < sizeof bhs / sizeof bhs[0]; ++a)
         for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; ++s)
-            for (size_t g = 0; g < sizeof grids / sizeof grids[0]; ++g, ++cases) {
+            for (size_t g = 0; g < sizeof grids / sizeof grids[0]; ++g, cases += 2) {
                 flash3_split_plan pl;
                 check_split(bhs[a], seqs[s], grids[g], &pl);
+                flash3_split_plan_free(&pl);
+                check_split(bhs[a], seqs[s], grids[g], &pl, 192);
                 flash3_split_plan_free(&pl);
             }
     static const int small[][4] = { { 1, 1, 512, 64 }, { 1, 1, 4096, 64 }, { 1, 4, 512, 128 },
@@ -215,6 +269,11 @@ int main(void)
                                      { 1, 16, 16384, 128 }, { 8, 16, 1024, 64 }, { 1, 8, 16384, 64 } };
     for (size_t i = 0; i < sizeof small / sizeof small[0]; ++i, ++cases)
         report_split(small[i][0], small[i][1], small[i][2], small[i][3], 132);
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; ++i)
+        if (small[i][3] == 64) {
+            report_split<192>(small[i][0], small[i][1], small[i][2], small[i][3], 132);
+            ++cases;
+        }
     if (g_failed) return 1;
     printf("order: %d cases ok\n", cases);
     return 0;
