@@ -35,6 +35,10 @@ rung_for() {
 kernel_for() {
     if [ "$1" = 64 ]; then echo "$D64_KERNEL"; else echo "$D128_KERNEL"; fi
 }
+# Query rows of the default rung's tile at HEAD_DIM (rung 10: 192, three consumer warpgroups).
+bm_for() {
+    if [ "$(rung_for "$1")" = 10 ]; then echo 192; else echo 128; fi
+}
 
 # The trace holds the 3 active steps' kernels: this head_dim's flash3 kernel each step, and (SPLIT
 # given and 1) the combine kernel after each.
@@ -48,18 +52,28 @@ assert_flash3_kernels() {
     [ "$(printf '%s\n' "$names" | grep -c "^flash3_fwd_combine_bf16_d$1_r$(rung_for "$1")_sm90a(")" -eq $((3 * split)) ]
 }
 
-# splits BATCH HEADS SEQ SMS: 1 if rung 8 splits the keys at that shape on SMS multiprocessors,
-# else 0. The rule of 07_hopper/flash3_split.h, written out again: q query tiles of 128 rows, W key
-# tiles of work (causal), an even share (W + one per tile) over the SMs; a split where the longest
-# tile (q + 1) is more than 5/4 of the share and chunks of ceil(W / SMs) key tiles shed at least
-# 6 of its key tiles.
+# splits BATCH HEADS SEQ SMS [BM]: 1 if the default rung splits the keys at that shape on SMS
+# multiprocessors, else 0. The rule of 07_hopper/flash3_split.h, written out again: q query tiles
+# of BM rows (128; 192 on rung 10, shifted up by the largest multiple of 64 rows that the last
+# would hang past seq: flash3_tile_m0), tile m reaching the key tiles of its last row, W key tiles
+# of work (causal), an even share (W + one per tile) over the SMs; a split where the longest tile
+# (n_max key tiles, + 1) is more than 5/4 of the share and chunks of ceil(W / SMs) key tiles shed
+# at least 6 of its key tiles.
 splits() {
-    local bh=$(($1 * $2)) q=$((($3 + 127) / 128)) g=$4 w share chunk
-    w=$((bh * q * (q + 1) / 2))
+    local bh=$(($1 * $2)) seq=$3 g=$4 bm=${5:-128}
+    local q=$((($3 + bm - 1) / bm)) nk=$((($3 + 127) / 128)) shift=0 m keys w=0 nmax=0 share chunk
+    [ "$bm" -eq 128 ] || shift=$(((bm * q - seq) / 64 * 64))
+    for ((m = 0; m < q; m++)); do
+        keys=$(((m * bm - shift + bm - 1) / 128 + 1))
+        [ "$keys" -le "$nk" ] || keys=$nk
+        w=$((w + keys))
+        nmax=$keys
+    done
+    w=$((bh * w))
     share=$(((w + bh * q + g - 1) / g))
     chunk=$(((w + g - 1) / g))
     [ "$chunk" -ge 1 ] || chunk=1
-    if [ $(((q + 1) * 4)) -gt $((share * 5)) ] && [ $((q - chunk)) -ge 6 ]; then echo 1; else echo 0; fi
+    if [ $(((nmax + 1) * 4)) -gt $((share * 5)) ] && [ $((nmax - chunk)) -ge 6 ]; then echo 1; else echo 0; fi
 }
 
 # assert_kernels HEAD_DIM: assert_flash3_kernels (assert_one_kernel_shape's kernel check).
@@ -80,7 +94,7 @@ assert_07_shape() {
     assert_rel_l2_le 1e-2
     sms=$(printf '%s\n' "$output" | sed -n 's/^device .*(\([0-9][0-9]*\) SMs, .*/\1/p' | head -n 1)
     [ -n "$sms" ]
-    split=$(splits "$1" "$2" "$3" "$sms")
+    split=$(splits "$1" "$2" "$3" "$sms" "$(bm_for "$4")")
     echo "splits: $split ($sms SMs)"
     [ "$(field kernels_per_step)" = $((1 + split)) ]
     [ "$(field memcpy_per_step)" = 0 ]
