@@ -9,7 +9,7 @@
                                       n-th "load" after the prologue begins no later than any
                                       warp's n-th S begins: "tiles=N violations=N"
     regions_query.py TRACE first_load 07: per block, the producer's (warpgroup 0) first "TMA K"
-                                      ends no later than each consumer's (warpgroups 1, 2) first
+                                      ends no later than each consumer's (warpgroups 1, 2; 3 too on rung 10) first
                                       S begins: "blocks=N missing=N violations=N" (missing: a
                                       block without a TMA K or without a consumer's S)
     regions_query.py TRACE pingpong   07's two consumers (warpgroups 1, 2) of each block that has
@@ -187,12 +187,13 @@ def main():
         for block, units in sorted(by_block_unit(regions).items()):
             blocks += 1
             loads = [span(e)[1] for e in units.get(0, []) if e["name"] == "TMA K"]
+            consumers = [c for c in units if c != 0]   # 2, or 3 on rung 10
             firsts = []
-            for c in (1, 2):
+            for c in consumers:
                 s = [span(e)[0] for e in units.get(c, []) if e["name"] == "S=QK^T"]
                 if s:
                     firsts.append(min(s))
-            if not loads or len(firsts) != 2:
+            if not loads or len(consumers) < 2 or len(firsts) != len(consumers):
                 missing += 1
             elif min(loads) > min(firsts):
                 violations += 1
