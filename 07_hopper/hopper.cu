@@ -72,10 +72,10 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
 }
 
 /* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
- * at the bench shapes and over the sweep (07_hopper/ladder/, docs/perf-notes.md has each rung's
- * measurements). Kept per head_dim: rung 10 (three consumer warpgroups) runs head_dim 64 only,
- * and for a while rung 6 was the fastest at head_dim 64 and rung 5 at 128. */
-#define H3_DEFAULT_RUNG_D64  10
+ * at the bench shapes and at the small grids of the sweep (07_hopper/ladder/, docs/perf-notes.md
+ * has each rung's measurements). Kept per head_dim: for a while rung 6 was the fastest at
+ * head_dim 64 and rung 5 at 128. */
+#define H3_DEFAULT_RUNG_D64  8
 #define H3_DEFAULT_RUNG_D128 8
 
 #define H3_STR_(x) #x

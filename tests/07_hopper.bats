@@ -3,7 +3,7 @@
 # mbarriers, wgmma (S = Q.K^T from shared memory, O += P.V with P from registers).
 #
 # Per step: one kernel, flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a, no
-# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (10 or 8) splits the
+# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (8) splits the
 # keys of a small grid, that kernel and flash3_fwd_combine_bf16_d<head_dim>_r<rung>_sm90a, and its
 # plan and partials as extra bytes. head_dim 64 and 128 only. The binary holds
 # sm_90a code only, so every GPU test needs compute capability 9.0 (H100/H200) and skips elsewhere,
@@ -11,11 +11,11 @@
 load helpers
 
 # The default rung of each head_dim (the fastest there: hopper.cu's H3_DEFAULT_RUNG_D64/_D128) and
-# its kernel, with its tile shape (64 query rows per consumer warpgroup: 3 consumer warpgroups on
-# rung 10 at head_dim 64, 2 on rung 8 at 128; 128-key tiles). tests/07_ladder.bats runs every rung.
-DEFAULT_RUNG_D64=10
+# its kernel, with its tile shape (07_hopper/flash3.cuh: 64 query rows per consumer warpgroup, 2
+# consumer warpgroups; 128-key tiles). tests/07_ladder.bats runs every rung.
+DEFAULT_RUNG_D64=8
 DEFAULT_RUNG_D128=8
-D64_KERNEL="flash3_fwd_bf16_causal_192x128_d64_r${DEFAULT_RUNG_D64}_sm90a"
+D64_KERNEL="flash3_fwd_bf16_causal_128x128_d64_r${DEFAULT_RUNG_D64}_sm90a"
 D128_KERNEL="flash3_fwd_bf16_causal_128x128_d128_r${DEFAULT_RUNG_D128}_sm90a"
 
 # Every test needs a Hopper GPU but those marked "(no GPU needed)" or "(non-Hopper GPU)".
@@ -168,10 +168,10 @@ assert_07_shape() {
     assert_flash3_kernels 64
     [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
     [ "$(trace_query "$TRACE" ranges flash3_attention_forward)" -eq 3 ]
-    # persistent grid: min(SMs, 128 x 6 query tiles of 192 rows) = 132 blocks on the H100/H200
-    # (132 SMs), 4 warpgroups (rung 10), opt-in dynamic shared memory:
-    # 1024 (alignment) + 2 x Q 24576 + 2 x (K 16384 + V 16384) + 12 mbarriers x 8 = 115808 B
-    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[512, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 115808 B \(opt-in\)"
+    # persistent grid: min(SMs, 128 x 8 query tiles) = 132 blocks on the H100/H200 (132 SMs),
+    # 3 warpgroups, opt-in dynamic shared memory:
+    # 1024 (alignment) + 2 x Q 16384 + 2 x (K 16384 + V 16384) + 12 mbarriers x 8 = 99424 B
+    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 99424 B \(opt-in\)"
     printf '%s\n' "$output" | grep -qE "^ *${D64_KERNEL}\(flash3_p\.\.\. "
     printf '%s\n' "$output" | grep -qE '^Self CPU time total: [0-9.]+(us|ms|s)$'
     printf '%s\n' "$output" | grep -qE '^Self CUDA time total: [0-9.]+(us|ms|s)$'
@@ -180,15 +180,13 @@ assert_07_shape() {
 
 # On the H100/H200 (65536 registers per SM, 228 KiB of shared memory, 1 KiB of it reserved per
 # block) the profiler reads the registers a kernel is launched with: the cap at entry that
-# __launch_bounds__ gives, not what the warpgroups move to with setmaxnreg.
-#   d64 (rung 10, 512 threads): 65536 / 512 = 128 (not the producer's 32 and the consumers' 160)
-#       -> 1 block, 16 warps = 25%; 115808 B of shared memory allow 1 block too: limited by both.
-#   d128 (rung 8, 384 threads): 65536 / 384 rounded down to a multiple of 8 = 168 (not 24 and
-#       240) -> 1 block, 12 warps = 18.75%; 197728 B allow 1 block too: limited by both.
-#   Kineto, which ignores the opt-in, says 0% for both.
-# Both kernels run a persistent grid: min(132 SMs, 32 x 11 or 32 x 16 query tiles) = 132 blocks.
+# __launch_bounds__(384, 1) gives, 65536 / 384 rounded down to a multiple of 8 = 168, not the 24
+# and 240 the warpgroups move to with setmaxnreg. 384 x 168 registers -> 1 block, 12 warps = 18.75%.
+#   d64:  99424 B of shared memory would allow 2 blocks: limited by registers.
+#   d128: 197728 B allow 1 block too: limited by both; Kineto, which ignores the opt-in, says 0%.
+# Both kernels run a persistent grid: min(132 SMs, 32 x 16 query tiles) = 132 blocks.
 @test "07_hopper on compute capability 9.0: registers at entry, 1 block/SM, occupancy per head_dim" {
-    local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[512, 1, 1\], 128 registers/thread, shared memory 0 \+ 115808 B \(opt-in\), 1 block/SM \(16 warps\), occupancy 25\.00%, limited by registers \+ shared memory, Kineto: 0%, "
+    local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 99424 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers, Kineto: 0%, "
     local d128_re="^  $D128_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 197728 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers \+ shared memory, Kineto: 0%, "
     for d in 64 128; do
         stage_result 07_hopper --batch 2 --heads 16 --seq 2048 --head-dim "$d"

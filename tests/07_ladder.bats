@@ -236,7 +236,7 @@ sass_waits() {
 }
 
 # The default rung of each head_dim (hopper.cu's H3_DEFAULT_RUNG_D64/_D128).
-DEFAULT_RUNG_D64=10
+DEFAULT_RUNG_D64=8
 DEFAULT_RUNG_D128=8
 
 @test "07 ladder: without --rung, --help names the default rung of each head_dim (no GPU needed)" {
