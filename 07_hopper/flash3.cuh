@@ -38,7 +38,7 @@
  *     FLASH3_RUNG(N) (the regions build's copies get the suffix _regions);
  *   - fwd_block gives the producer's thread and each consumer thread a context,
  *     `attn_regions_ctx rg = flash3_regions_start(p);` (unit = the warpgroup: 0 the producer,
- *     stamped by its one thread, 1 and 2 the consumers, stamped by their thread 0), passes it
+ *     stamped by its one thread, 1 and 2 (and 3 on rung 10) the consumers, stamped by their thread 0), passes it
  *     down by reference and ends with attn_regions_finish(rg);
  *   - attn_region_begin(rg, ATTN_REGION_...) / attn_region_end around each step, properly
  *     nested (common/regions.h lists the ids):
@@ -110,9 +110,9 @@ typedef struct {
     int bh_count, q_tiles;     /* batch*heads; query tiles per head (persistent grid's work) */
     int l2_sections;           /* 1 .. bh_count: the sections of heads of flash3_section_item */
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
-    /* rungs 8-9 with a split over the keys (NULL otherwise): block b's items are
-     * work[work_first[b] .. work_first[b+1]-1], in that order; partial O [slot][128][head_dim]
-     * and log-sum-exp (log2 units) [slot][128], fp32 */
+    /* rungs 8-10 with a split over the keys (NULL otherwise): block b's items are
+     * work[work_first[b] .. work_first[b+1]-1], in that order; partial O
+     * [slot][BLOCK_M][head_dim] and log-sum-exp (log2 units) [slot][BLOCK_M], fp32 */
     const flash3_work *work;
     const int *work_first;
     float *o_part, *lse_part;
@@ -314,7 +314,7 @@ static __host__ __device__ __forceinline__ bool flash3_section_item(const flash3
         const int heads = base + (s < extra ? 1 : 0);
         const int first = s * base + (s < extra ? s : extra);           /* its first (batch, head) */
         const int b = (s & 1) ? G - 1 - blk : blk;                       /* mirrored in odd sections */
-        /* (int: a section's items are query tiles of 128 rows of bf16 tensors in memory) */
+        /* (int: a section's items are query tiles of 128 or 192 rows of bf16 tensors in memory) */
         const int i = c.round * G + ((c.round & 1) ? G - 1 - b : b);
         if (i < heads * p.q_tiles) {
             w.bh = first + i % heads;

@@ -78,7 +78,7 @@ static __device__ __forceinline__ void store_o_partial(const flash3_params &p, c
 }
 
 /* The combine: one thread per 8 columns of a row of a split tile (D/8 threads a row, 256 / (D/8)
- * rows a block; grid (split tiles, 128 / rows per block)). Over the tile's partials k in key
+ * rows a block; grid (split tiles, BM / rows per block)). Over the tile's partials k in key
  * order, an online log-sum-exp: m the largest lse_k so far, s = sum 2^(lse_k - m), acc = sum
  * 2^(lse_k - m) O_k (fp32); then O = acc / s in bf16, 16 bytes per thread. Rows past seq are
  * left out. A NaN log-sum-exp (a NaN in the row's inputs) makes s, and so the row of O, NaN. */
@@ -117,7 +117,8 @@ static __device__ __forceinline__ void combine_rows(const flash3_combine_params 
     *(uint4 *)(cp.o + ((size_t)ct.bh * cp.seq + row) * D + col) = out;
 }
 
-/* The producer of a rung that splits (rungs 8 and 9): one thread of warpgroup 0. Per work item j
+/* The producer of a rung that splits (rungs 8-10; BM: its query tile's rows): one thread of
+ * warpgroup 0. Per work item j
  * (next_item): Q into buffer j % 2 (once the consumers have let go of item j - 2's), then for each
  * key tile n of the item the K tile and the V tile into the next stage, each as soon as the
  * consumers have released the tile that stage held before. The stages run on across items: u

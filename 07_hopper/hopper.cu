@@ -32,7 +32,7 @@
  *
  * Kernel names: flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a; the
  * regions build (--regions, flash3.cuh) adds _regions. Its units are the warpgroups: the
- * producer, consumer 0, consumer 1.
+ * producer, consumer 0, consumer 1 (and consumer 2 on rung 10).
  */
 #include <cuda.h>              /* CUtensorMap and its enums (types only: no -lcuda) */
 #include <cudaTypedefs.h>      /* PFN_cuTensorMapEncodeTiled_v12000 */
