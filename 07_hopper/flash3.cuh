@@ -83,6 +83,7 @@
 #define H3_CONSUMERS   2                      /* consumer warpgroups: BLOCK_M = 128 query rows */
 #define H3_BLOCK_M     (64 * H3_CONSUMERS)
 #define H3_THREADS     (128 * (1 + H3_CONSUMERS))  /* + the producer warpgroup */
+#define H3_BLOCK_M3    (64 * 3)               /* rung 10: three consumer warpgroups, 192 rows */
 /* setmaxnreg budgets filling the SM's 65536 registers as FlashAttention-3 splits them:
  * 128 x 24 + 256 x 240 = 64512. */
 #define H3_PRODUCER_REGS 24

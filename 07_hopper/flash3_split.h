@@ -83,6 +83,12 @@ static inline int flash3_split_chunk(int seq, int bh_count, int G, int bm)
     return (int)chunk;
 }
 
+/* The chunks of chunk key tiles that query tile m of bm rows is cut into: ceil(keys / chunk). */
+static inline int flash3_split_chunks(int m, int bm, int seq, int chunk)
+{
+    return (flash3_split_tile_keys(m, bm, seq) + chunk - 1) / chunk;
+}
+
 static inline void flash3_split_plan_free(flash3_split_plan *pl)
 {
     free(pl->work);
@@ -103,11 +109,10 @@ static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_
     const int chunk = flash3_split_chunk(seq, bh_count, G, bm);
     if (chunk == 0) return 0;
     const int q_tiles = (seq + bm - 1) / bm;
-#define H3_SPLIT_CHUNKS(m) ((flash3_split_tile_keys((m), bm, seq) + chunk - 1) / chunk)
     /* items and slots */
     long long n_work = 0, n_slots = 0, n_combine = 0;
     for (int m = 0; m < q_tiles; ++m) {
-        const int chunks = H3_SPLIT_CHUNKS(m);
+        const int chunks = flash3_split_chunks(m, bm, seq, chunk);
         n_work += chunks;
         if (chunks > 1) { n_slots += chunks; ++n_combine; }
     }
@@ -132,7 +137,7 @@ static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_
     for (int len = chunk; len >= 1; --len)
         for (int bh = 0; bh < bh_count; ++bh)
             for (int m = 0; m < q_tiles; ++m) {
-                const int chunks = H3_SPLIT_CHUNKS(m), n_end = flash3_split_tile_keys(m, bm, seq);
+                const int chunks = flash3_split_chunks(m, bm, seq, chunk), n_end = flash3_split_tile_keys(m, bm, seq);
                 for (int k = 0; k < chunks; ++k) {
                     const int nb = k * chunk, ne = (nb + chunk < n_end) ? nb + chunk : n_end;
                     if (ne - nb != len) continue;
@@ -143,7 +148,7 @@ static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_
     /* slots: the split tiles in (head, tile) order, their chunks in key order */
     for (int bh = 0; bh < bh_count; ++bh)
         for (int m = 0; m < q_tiles; ++m) {
-            const int chunks = H3_SPLIT_CHUNKS(m);
+            const int chunks = flash3_split_chunks(m, bm, seq, chunk);
             if (chunks < 2) continue;
             flash3_combine_tile t = { bh, m, slot, chunks };
             pl->combine[c++] = t;
@@ -151,11 +156,11 @@ static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_
         }
     for (long long x = 0; x < n_work; ++x) {
         flash3_work *w = &all[x];
-        const int chunks = H3_SPLIT_CHUNKS(w->m_blk);
+        const int chunks = flash3_split_chunks(w->m_blk, bm, seq, chunk);
         if (chunks > 1) {
             /* the tile's combine entry: tiles with one chunk have none, so count them out */
             int before = 0;   /* split tiles of this head before tile m_blk */
-            for (int m = 0; m < w->m_blk; ++m) before += (H3_SPLIT_CHUNKS(m) > 1);
+            for (int m = 0; m < w->m_blk; ++m) before += (flash3_split_chunks(m, bm, seq, chunk) > 1);
             const int per_head = c / bh_count;
             w->slot = pl->combine[w->bh * per_head + before].first_slot + w->n_begin / chunk;
         }
@@ -183,7 +188,6 @@ static inline int flash3_split_plan_make(flash3_split_plan *pl, int seq, int bh_
     pl->n_combine = c;
     pl->block_m = bm;
     return 0;
-#undef H3_SPLIT_CHUNKS
 }
 
 /* Device bytes of the plan and its workspace, in the order the stage lays them out (each part

@@ -204,8 +204,8 @@ static void encode_maps(flash3_state *st, const attn_problem *p)
     st->o = p->o;
     st->shape = *s;
     const int G = (int)grid_blocks(st, s);
-    st->l2_sections = r->block_m == 192
-                    ? flash3_l2_sections<192>(s->seq, s->head_dim, s->batch * s->heads, G)
+    st->l2_sections = r->block_m == H3_BLOCK_M3
+                    ? flash3_l2_sections<H3_BLOCK_M3>(s->seq, s->head_dim, s->batch * s->heads, G)
                     : flash3_l2_sections<H3_BLOCK_M>(s->seq, s->head_dim, s->batch * s->heads, G);
 }
 

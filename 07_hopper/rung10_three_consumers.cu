@@ -34,7 +34,7 @@
 #include "flash3.cuh"
 #include "flash3_split.cuh"   /* split_item, next_item, split_producer, store_o_partial, combine_rows */
 
-#define R10_BLOCK_M       192                 /* query rows per tile: 64 per consumer warpgroup */
+#define R10_BLOCK_M       H3_BLOCK_M3         /* 192 query rows per tile: 64 per consumer warpgroup */
 #define R10_CONSUMERS     (R10_BLOCK_M / 64)
 #define R10_THREADS       (128 * (1 + R10_CONSUMERS))
 #define R10_PRODUCER_REGS 32                  /* 128 x 32 + 384 x 160 = 65536 */

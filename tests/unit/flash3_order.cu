@@ -237,13 +237,13 @@ int main(void)
                     if (sec > bh) continue;
                     check_order(bh, seq, G, sec);
                     ++cases;
-                    const long long tiles10 = (long long)bh * ((seq + 191) / 192);
-                    check_order<192>(bh, seq, (int)(tiles10 < grids[g] ? tiles10 : grids[g]), sec);
+                    const long long tiles10 = (long long)bh * ((seq + H3_BLOCK_M3 - 1) / H3_BLOCK_M3);
+                    check_order<H3_BLOCK_M3>(bh, seq, (int)(tiles10 < grids[g] ? tiles10 : grids[g]), sec);
                     ++cases;
                 }
     for (int seq = 1; seq <= 1200; ++seq, cases += 2) {
         check_rows(seq, H3_BLOCK_M);
-        check_rows(seq, 192);
+        check_rows(seq, H3_BLOCK_M3);
     }
     static const int shapes[][4] = { { 8, 16, 1024, 64 }, { 4, 16, 2048, 64 }, { 2, 16, 4096, 128 },
                                      { 2, 16, 3001, 128 }, { 2, 3, 1000, 64 }, { 4, 8, 4096, 64 },
@@ -252,7 +252,7 @@ int main(void)
         report(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 132);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
         if (shapes[i][3] == 64) {
-            report<192>(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 132);
+            report<H3_BLOCK_M3>(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 132);
             ++cases;
         }
     for (size_t a = 0; a < sizeof bhs / sizeof bhs[0]; ++a)
@@ -261,7 +261,7 @@ int main(void)
                 flash3_split_plan pl;
                 check_split(bhs[a], seqs[s], grids[g], &pl);
                 flash3_split_plan_free(&pl);
-                check_split(bhs[a], seqs[s], grids[g], &pl, 192);
+                check_split(bhs[a], seqs[s], grids[g], &pl, H3_BLOCK_M3);
                 flash3_split_plan_free(&pl);
             }
     static const int small[][4] = { { 1, 1, 512, 64 }, { 1, 1, 4096, 64 }, { 1, 4, 512, 128 },
@@ -271,7 +271,7 @@ int main(void)
         report_split(small[i][0], small[i][1], small[i][2], small[i][3], 132);
     for (size_t i = 0; i < sizeof small / sizeof small[0]; ++i)
         if (small[i][3] == 64) {
-            report_split<192>(small[i][0], small[i][1], small[i][2], small[i][3], 132);
+            report_split<H3_BLOCK_M3>(small[i][0], small[i][1], small[i][2], small[i][3], 132);
             ++cases;
         }
     if (g_failed) return 1;
