@@ -18,7 +18,8 @@
  *   rung9_item_overlap.cu + an item's first S and softmax under the previous item's last P.V
  *   rung10_three_consumers.cu rung 8 + three consumer warpgroups (192x128 tiles, setmaxnreg
  *                        32 / 160, per-warpgroup causal bounds); head_dim 64 only
- * Without --rung: the fastest rung at each head_dim (H3_DEFAULT_RUNG_D64/_D128).
+ * Without --rung: the fastest rung at each shape (rung_for: rung 10 at head_dim 64, rung 8 on its
+ * small grids and at head_dim 128).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
  * This file is the stage: --rung, the TMA tensor maps, the launch of the chosen rung's kernel.
@@ -71,23 +72,6 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
     return head_dim == 64 ? r->kernel_d64 : r->kernel_d128;
 }
 
-/* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
- * at the bench shapes and at the small grids of the sweep (07_hopper/ladder/, docs/perf-notes.md
- * has each rung's measurements). Kept per head_dim: for a while rung 6 was the fastest at
- * head_dim 64 and rung 5 at 128. */
-#define H3_DEFAULT_RUNG_D64  8
-#define H3_DEFAULT_RUNG_D128 8
-
-#define H3_STR_(x) #x
-#define H3_STR(x)  H3_STR_(x)
-
-/* The rung to run at this head_dim: --rung, else the default above. */
-static const flash3_rung *rung_for(int head_dim)
-{
-    if (flash3_rung_flag > 0) return RUNGS[flash3_rung_flag - 1];
-    return RUNGS[(head_dim == 128 ? H3_DEFAULT_RUNG_D128 : H3_DEFAULT_RUNG_D64) - 1];
-}
-
 static size_t smem_for(const flash3_rung *r, int head_dim)
 {
     return H3_SMEM_BYTES((size_t)head_dim, (size_t)r->block_m, (size_t)r->q_buffers);
@@ -103,6 +87,31 @@ static unsigned threads_for(const flash3_rung *r)
 static int q_tiles_for(const flash3_rung *r, int seq)
 {
     return (seq + r->block_m - 1) / r->block_m;
+}
+
+/* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
+ * at the bench shapes and over the sweep (07_hopper/ladder/, docs/perf-notes.md has each rung's
+ * measurements). At head_dim 64 that depends on the grid: rung 10's 192-row tiles where
+ * batch x heads x its query tiles fill the SMs; below that (a small grid, split over the keys)
+ * rung 8's 128-row tiles, where each block's one item is not shared by three warpgroups taking
+ * turns. Kept per head_dim: rung 10 runs head_dim 64 only, and for a while rung 6 was the
+ * fastest at head_dim 64 and rung 5 at 128. */
+#define H3_DEFAULT_RUNG_D64       10
+#define H3_DEFAULT_RUNG_D64_SMALL 8
+#define H3_DEFAULT_RUNG_D128      8
+
+#define H3_STR_(x) #x
+#define H3_STR(x)  H3_STR_(x)
+
+/* The rung to run shape s on sms multiprocessors (0: not known, as under --validate, where the
+ * choice changes no check): --rung, else the default above. */
+static const flash3_rung *rung_for(const attn_shape *s, int sms)
+{
+    if (flash3_rung_flag > 0) return RUNGS[flash3_rung_flag - 1];
+    if (s->head_dim == 128) return RUNGS[H3_DEFAULT_RUNG_D128 - 1];
+    const flash3_rung *r = RUNGS[H3_DEFAULT_RUNG_D64 - 1];
+    const long long tiles = (long long)s->batch * s->heads * q_tiles_for(r, s->seq);
+    return tiles < sms ? RUNGS[H3_DEFAULT_RUNG_D64_SMALL - 1] : r;
 }
 
 /* --rung N, N in 1..N_RUNGS (attn_flag_uint: anything else is one line and exit 2). */
@@ -183,7 +192,7 @@ static void encode_tile_map(const flash3_state *st, CUtensorMap *map, const void
 /* The persistent grid: one block per SM, fewer if there are fewer tiles. */
 static long long grid_blocks(const flash3_state *st, const attn_shape *s)
 {
-    const long long tiles = (long long)s->batch * s->heads * q_tiles_for(rung_for(s->head_dim), s->seq);
+    const long long tiles = (long long)s->batch * s->heads * q_tiles_for(rung_for(s, st->sms), s->seq);
     return tiles < st->sms ? tiles : st->sms;
 }
 
@@ -193,7 +202,7 @@ static void encode_maps(flash3_state *st, const attn_problem *p)
 {
     const attn_shape *s = &p->shape;
     const int panels = s->head_dim / 64;
-    const flash3_rung *r = rung_for(s->head_dim);
+    const flash3_rung *r = rung_for(s, st->sms);
     encode_tile_map(st, &st->q_map, p->q, s, r->block_m, panels);
     encode_tile_map(st, &st->k_map, p->k, s, H3_BLOCK_N, panels);
     encode_tile_map(st, &st->v_map, p->v, s, H3_BLOCK_N, panels);
@@ -223,7 +232,7 @@ static int device_sms(void)
 static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
 {
     memset(pl, 0, sizeof *pl);
-    const flash3_rung *r = rung_for(s->head_dim);
+    const flash3_rung *r = rung_for(s, G);
     if (!r->combine_d64) return;
     if (flash3_split_plan_make(pl, s->seq, s->batch * s->heads, G, r->block_m) != 0) {
         fprintf(stderr, "07_hopper: out of host memory (the split plan)\n");
@@ -242,11 +251,12 @@ static size_t flash3_extra_bytes(const attn_shape *s)
 }
 
 /* head_dim 64 or 128 and one the chosen rung runs, batch x heads within an int (the kernels'
- * (batch, head) index, the work orders; checked without a device); compute capability 9.0 exactly (the sm_90a binary runs nowhere else); shared memory within the opt-in
- * limit; grid limits (rungs 1-2, one block per query tile). */
+ * (batch, head) index, the work orders; checked without a device); compute capability 9.0
+ * exactly (the sm_90a binary runs nowhere else); shared memory within the opt-in limit; grid
+ * limits (rungs 1-2, one block per query tile). */
 static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char *why, size_t why_len)
 {
-    const flash3_rung *r = rung_for(s->head_dim);
+    const flash3_rung *r = rung_for(s, prop ? prop->multiProcessorCount : 0);
     const tiled_launch l = { "07_hopper", 9, 1,
                              "a Hopper GPU, compute capability 9.0 (sm_90a: wgmma, TMA, mbarrier "
                              "transactions)", r->block_m, r->persistent, smem_for(r, s->head_dim) };
@@ -275,7 +285,7 @@ static void *flash3_setup(attn_problem *p)
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&st->sms, cudaDevAttrMultiProcessorCount, dev));
     encode_maps(st, p);
-    const flash3_rung *r = rung_for(p->shape.head_dim);
+    const flash3_rung *r = rung_for(&p->shape, st->sms);
     tiled_kernel_setup(rung_kernel(r, p->shape.head_dim), smem_for(r, p->shape.head_dim), 0);
     split_plan(&st->plan, &p->shape, st->sms);   /* all SMs: a split makes more items than tiles */
     if (st->plan.chunk) {
@@ -327,7 +337,7 @@ static void flash3_forward(attn_problem *p)
     fp.seq = s->seq;
     fp.scale_log2 = p->scale * CUDART_L2E_F;
     fp.regions = attn_regions_param_of(p);
-    const flash3_rung *r = rung_for(s->head_dim);
+    const flash3_rung *r = rung_for(s, st->sms);
     fp.bh_count = s->batch * s->heads;
     fp.q_tiles = q_tiles_for(r, s->seq);
     fp.l2_sections = st->l2_sections;
@@ -384,9 +394,10 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     /* parse_flag */  flash3_parse_flag,
     /* flag_help */
     "  --rung N          the ladder's rung, each one idea on the one before; kernel\n"
-    "                    ..._r<N>_sm90a (default: the fastest rung at each head_dim: "
+    "                    ..._r<N>_sm90a (default: the fastest rung at each shape: "
     H3_STR(H3_DEFAULT_RUNG_D64) " at\n"
-    "                    64, " H3_STR(H3_DEFAULT_RUNG_D128) " at 128). Rung, idea, head_dims:\n"
+    "                    head_dim 64 (" H3_STR(H3_DEFAULT_RUNG_D64_SMALL) " where batch x heads x 192-row tiles < SMs),\n"
+    "                    " H3_STR(H3_DEFAULT_RUNG_D128) " at 128). Rung, idea, head_dims:\n"
     "                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128\n"
     "                      2  + softmax of tile n under P.V of tile n-1 (overlap)      64, 128\n"
     "                      3  + persistent grid, tiles longest-first, 2 Q buffers      64, 128\n"

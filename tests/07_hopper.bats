@@ -3,20 +3,41 @@
 # mbarriers, wgmma (S = Q.K^T from shared memory, O += P.V with P from registers).
 #
 # Per step: one kernel, flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a, no
-# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (8) splits the
-# keys of a small grid, that kernel and flash3_fwd_combine_bf16_d<head_dim>_r<rung>_sm90a, and its
+# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (10 or 8) splits
+# the keys of a small grid, that kernel and flash3_fwd_combine_bf16_d<head_dim>_r<rung>_sm90a, and its
 # plan and partials as extra bytes. head_dim 64 and 128 only. The binary holds
 # sm_90a code only, so every GPU test needs compute capability 9.0 (H100/H200) and skips elsewhere,
 # with the reason; another GPU must refuse with exit 2 (tested where one is present).
 load helpers
 
-# The default rung of each head_dim (the fastest there: hopper.cu's H3_DEFAULT_RUNG_D64/_D128) and
-# its kernel, with its tile shape (07_hopper/flash3.cuh: 64 query rows per consumer warpgroup, 2
-# consumer warpgroups; 128-key tiles). tests/07_ladder.bats runs every rung.
-DEFAULT_RUNG_D64=8
+# The default rungs (the fastest there: hopper.cu's rung_for) and their kernels, with their tile
+# shapes (07_hopper/flash3.cuh: 64 query rows per consumer warpgroup, 128-key tiles): at head_dim
+# 64 rung 10 (three consumer warpgroups, 192-row tiles) where batch x heads x its query tiles fill
+# the SMs, else rung 8 (two, 128 rows); rung 8 at head_dim 128. tests/07_ladder.bats runs every rung.
+DEFAULT_RUNG_D64=10
+DEFAULT_RUNG_D64_SMALL=8
 DEFAULT_RUNG_D128=8
-D64_KERNEL="flash3_fwd_bf16_causal_128x128_d64_r${DEFAULT_RUNG_D64}_sm90a"
-D128_KERNEL="flash3_fwd_bf16_causal_128x128_d128_r${DEFAULT_RUNG_D128}_sm90a"
+
+# bm_of RUNG: the query rows of the rung's tile (rung 10: 192, three consumer warpgroups).
+bm_of() {
+    if [ "$1" = 10 ]; then echo 192; else echo 128; fi
+}
+# kernel_of RUNG HEAD_DIM: the rung's attention kernel at that head_dim.
+kernel_of() {
+    echo "flash3_fwd_bf16_causal_$(bm_of "$1")x128_d$2_r$1_sm90a"
+}
+# default_rung HEAD_DIM [BATCH HEADS SEQ SMS]: the rung a run without --rung takes (without the
+# shape: a grid that fills the SMs, as the default shape's does).
+default_rung() {
+    if [ "$1" != 64 ]; then echo "$DEFAULT_RUNG_D128"; return; fi
+    if [ $# -ge 5 ] && [ $(($2 * $3 * (($4 + 191) / 192))) -lt "$5" ]; then
+        echo "$DEFAULT_RUNG_D64_SMALL"
+    else
+        echo "$DEFAULT_RUNG_D64"
+    fi
+}
+D64_KERNEL=$(kernel_of "$DEFAULT_RUNG_D64" 64)
+D128_KERNEL=$(kernel_of "$DEFAULT_RUNG_D128" 128)
 
 # Every test needs a Hopper GPU but those marked "(no GPU needed)" or "(non-Hopper GPU)".
 setup() {
@@ -29,27 +50,17 @@ setup() {
 # The lean runs of the tests below (tests/runs.bash), at once, before the first test.
 setup_file() { prerun_suite; }
 
-rung_for() {
-    if [ "$1" = 64 ]; then echo "$DEFAULT_RUNG_D64"; else echo "$DEFAULT_RUNG_D128"; fi
-}
-kernel_for() {
-    if [ "$1" = 64 ]; then echo "$D64_KERNEL"; else echo "$D128_KERNEL"; fi
-}
-# Query rows of the default rung's tile at HEAD_DIM (rung 10: 192, three consumer warpgroups).
-bm_for() {
-    if [ "$(rung_for "$1")" = 10 ]; then echo 192; else echo 128; fi
-}
-
-# The trace holds the 3 active steps' kernels: this head_dim's flash3 kernel each step, and (SPLIT
-# given and 1) the combine kernel after each.
+# assert_flash3_kernels HEAD_DIM [SPLIT [RUNG]]: the trace holds the 3 active steps' kernels: the
+# rung's (default: default_rung HEAD_DIM) flash3 kernel each step, and (SPLIT given and 1) its
+# combine kernel after each.
 assert_flash3_kernels() {
-    local names split=${2:-0}
+    local names split=${2:-0} rung=${3:-$(default_rung "$1")}
     names=$(trace_query "$TRACE" kernels)
-    printf 'kernels:\n%s\n' "$names"
+    printf 'kernels (rung %s):\n%s\n' "$rung" "$names"
     [ "$(printf '%s\n' "$names" | grep -c .)" -eq $((3 + 3 * split)) ]
-    [ "$(printf '%s\n' "$names" | grep -c "^$(kernel_for "$1")(")" -eq 3 ]
-    [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[1-9]_sm90a\(')" -eq 3 ]
-    [ "$(printf '%s\n' "$names" | grep -c "^flash3_fwd_combine_bf16_d$1_r$(rung_for "$1")_sm90a(")" -eq $((3 * split)) ]
+    [ "$(printf '%s\n' "$names" | grep -c "^$(kernel_of "$rung" "$1")(")" -eq 3 ]
+    [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[0-9]+_sm90a\(')" -eq 3 ]
+    [ "$(printf '%s\n' "$names" | grep -c "^flash3_fwd_combine_bf16_d$1_r${rung}_sm90a(")" -eq $((3 * split)) ]
 }
 
 # splits BATCH HEADS SEQ SMS [BM]: 1 if the default rung splits the keys at that shape on SMS
@@ -84,7 +95,7 @@ assert_kernels() { assert_flash3_kernels "$1"; }
 # combine kernel in the trace and extra bytes, else one kernel and none.
 shape_case() { quick assert_07_shape "$@"; }
 assert_07_shape() {
-    local split sms
+    local split sms rung
     # shellcheck disable=SC2046  # the run's words
     stage_result $(shape_flags 07_hopper "$@")
     echo "$output"
@@ -94,13 +105,14 @@ assert_07_shape() {
     assert_rel_l2_le 1e-2
     sms=$(printf '%s\n' "$output" | sed -n 's/^device .*(\([0-9][0-9]*\) SMs, .*/\1/p' | head -n 1)
     [ -n "$sms" ]
-    split=$(splits "$1" "$2" "$3" "$sms" "$(bm_for "$4")")
-    echo "splits: $split ($sms SMs)"
+    rung=$(default_rung "$4" "$1" "$2" "$3" "$sms")
+    split=$(splits "$1" "$2" "$3" "$sms" "$(bm_of "$rung")")
+    echo "rung $rung, splits: $split ($sms SMs)"
     [ "$(field kernels_per_step)" = $((1 + split)) ]
     [ "$(field memcpy_per_step)" = 0 ]
     if [ "$split" = 1 ]; then [ "$(field extra_bytes)" -gt 0 ]; else [ "$(field extra_bytes)" = 0 ]; fi
     trace_query "$TRACE" valid
-    assert_flash3_kernels "$4" "$split"
+    assert_flash3_kernels "$4" "$split" "$rung"
     [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
 }
 
@@ -168,10 +180,10 @@ assert_07_shape() {
     assert_flash3_kernels 64
     [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
     [ "$(trace_query "$TRACE" ranges flash3_attention_forward)" -eq 3 ]
-    # persistent grid: min(SMs, 128 x 8 query tiles) = 132 blocks on the H100/H200 (132 SMs),
-    # 3 warpgroups, opt-in dynamic shared memory:
-    # 1024 (alignment) + 2 x Q 16384 + 2 x (K 16384 + V 16384) + 12 mbarriers x 8 = 99424 B
-    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 99424 B \(opt-in\)"
+    # persistent grid: min(SMs, 128 x 6 query tiles of 192 rows) = 132 blocks on the H100/H200
+    # (132 SMs), 4 warpgroups (rung 10), opt-in dynamic shared memory:
+    # 1024 (alignment) + 2 x Q 24576 + 2 x (K 16384 + V 16384) + 12 mbarriers x 8 = 115808 B
+    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[512, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 115808 B \(opt-in\)"
     printf '%s\n' "$output" | grep -qE "^ *${D64_KERNEL}\(flash3_p\.\.\. "
     printf '%s\n' "$output" | grep -qE '^Self CPU time total: [0-9.]+(us|ms|s)$'
     printf '%s\n' "$output" | grep -qE '^Self CUDA time total: [0-9.]+(us|ms|s)$'
@@ -180,18 +192,20 @@ assert_07_shape() {
 
 # On the H100/H200 (65536 registers per SM, 228 KiB of shared memory, 1 KiB of it reserved per
 # block) the profiler reads the registers a kernel is launched with: the cap at entry that
-# __launch_bounds__(384, 1) gives, 65536 / 384 rounded down to a multiple of 8 = 168, not the 24
-# and 240 the warpgroups move to with setmaxnreg. 384 x 168 registers -> 1 block, 12 warps = 18.75%.
-#   d64:  99424 B of shared memory would allow 2 blocks: limited by registers.
-#   d128: 197728 B allow 1 block too: limited by both; Kineto, which ignores the opt-in, says 0%.
-# Both kernels run a persistent grid: min(132 SMs, 32 x 16 query tiles) = 132 blocks.
+# __launch_bounds__ gives, not what the warpgroups move to with setmaxnreg.
+#   d64 (rung 10, 512 threads): 65536 / 512 = 128 (not the producer's 32 and the consumers' 160)
+#       -> 1 block, 16 warps = 25%; 115808 B of shared memory allow 1 block too: limited by both.
+#   d128 (rung 8, 384 threads): 65536 / 384 rounded down to a multiple of 8 = 168 (not 24 and
+#       240) -> 1 block, 12 warps = 18.75%; 197728 B allow 1 block too: limited by both.
+#   Kineto, which ignores the opt-in, says 0% for both.
+# Both kernels run a persistent grid: min(132 SMs, 32 x 11 or 32 x 16 query tiles) = 132 blocks.
 @test "07_hopper on compute capability 9.0: registers at entry, 1 block/SM, occupancy per head_dim" {
-    local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 99424 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers, Kineto: 0%, "
+    local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[512, 1, 1\], 128 registers/thread, shared memory 0 \+ 115808 B \(opt-in\), 1 block/SM \(16 warps\), occupancy 25\.00%, limited by registers \+ shared memory, Kineto: 0%, "
     local d128_re="^  $D128_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 197728 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers \+ shared memory, Kineto: 0%, "
     for d in 64 128; do
         stage_result 07_hopper --batch 2 --heads 16 --seq 2048 --head-dim "$d"
         [ "$status" -eq 0 ]
-        printf '%s\n' "$output" | grep -E "^  $(kernel_for "$d")\("
+        printf '%s\n' "$output" | grep -E "^  $(kernel_of "$(default_rung "$d")" "$d")\("
         if [ "$d" = 64 ]; then
             printf '%s\n' "$output" | grep -qE "$d64_re"
         else

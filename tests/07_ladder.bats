@@ -235,21 +235,29 @@ sass_waits() {
     done
 }
 
-# The default rung of each head_dim (hopper.cu's H3_DEFAULT_RUNG_D64/_D128).
-DEFAULT_RUNG_D64=8
+# The default rungs (hopper.cu's rung_for): at head_dim 64 rung 10 where batch x heads x its
+# 192-row query tiles fill the SMs, rung 8 below that; rung 8 at head_dim 128.
+DEFAULT_RUNG_D64=10
+DEFAULT_RUNG_D64_SMALL=8
 DEFAULT_RUNG_D128=8
 
-@test "07 ladder: without --rung, --help names the default rung of each head_dim (no GPU needed)" {
+@test "07 ladder: without --rung, --help names the default rung of each shape (no GPU needed)" {
     run "$ROOT/07_hopper/run" --help
     [ "$status" -eq 0 ]
-    printf '%s\n' "$output" | grep -qF "(default: the fastest rung at each head_dim: $DEFAULT_RUNG_D64 at"
-    printf '%s\n' "$output" | grep -qF "64, $DEFAULT_RUNG_D128 at 128). Rung, idea, head_dims:"
+    printf '%s\n' "$output" | grep -qF "(default: the fastest rung at each shape: $DEFAULT_RUNG_D64 at"
+    printf '%s\n' "$output" | grep -qF "head_dim 64 ($DEFAULT_RUNG_D64_SMALL where batch x heads x 192-row tiles < SMs),"
+    printf '%s\n' "$output" | grep -qE "^ +$DEFAULT_RUNG_D128 at 128\)\. Rung, idea, head_dims:\$"
 }
 
-@test "07 ladder: without --rung, head_dim 64 and head_dim 128 run their default rungs" {
-    stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1
+# 2 x 128 heads of one 192-row tile fill any Hopper GPU's SMs (132 on the H100 SXM and H200, 114
+# on the H100 PCIe); 1 x 2 heads do not.
+@test "07 ladder: without --rung, each head_dim and grid runs its default rung" {
+    stage_result 07_hopper --batch 2 --heads 128 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
     assert_rung_kernel "$DEFAULT_RUNG_D64" 64
+    stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1
+    [ "$status" -eq 0 ]
+    assert_rung_kernel "$DEFAULT_RUNG_D64_SMALL" 64
     stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
     assert_rung_kernel "$DEFAULT_RUNG_D128" 128

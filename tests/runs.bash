@@ -148,7 +148,8 @@ runs_07_ladder() {
     # rung 8 where it has nothing to split
     rung_flags 8 2 3 65 64 --check-rows all --seed 7
     rung_flags 8 2 3 65 128 --check-rows all --seed 7
-    # the default rung per head_dim
+    # the default rung per head_dim and grid
+    echo "07_hopper --batch 2 --heads 128 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1"
     echo "07_hopper --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1"
     echo "07_hopper --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --warmup 0 --steps 1"
 }
