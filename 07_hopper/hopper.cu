@@ -27,7 +27,7 @@
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128 (rungs 4 and 10: 64), any
- * seq >= 1. One launch per forward, no extra device memory; rungs 8-9 where they split: two
+ * seq >= 1. One launch per forward, no extra device memory; rungs 8-10 where they split: two
  * launches and the plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
  * on compute capability 9.0 alone; the Makefile's 07_hopper_ARCH).
  *
