@@ -10,34 +10,12 @@
 # with the reason; another GPU must refuse with exit 2 (tested where one is present).
 load helpers
 
-# The default rungs (the fastest there: hopper.cu's rung_for) and their kernels, with their tile
-# shapes (07_hopper/flash3.cuh: 64 query rows per consumer warpgroup, 128-key tiles): at head_dim
-# 64 rung 10 (three consumer warpgroups, 192-row tiles) where batch x heads x its query tiles fill
-# the SMs, else rung 8 (two, 128 rows); rung 8 at head_dim 128. tests/07_ladder.bats runs every rung.
-DEFAULT_RUNG_D64=10
-DEFAULT_RUNG_D64_SMALL=8
-DEFAULT_RUNG_D128=8
-
-# bm_of RUNG: the query rows of the rung's tile (rung 10: 192, three consumer warpgroups).
-bm_of() {
-    if [ "$1" = 10 ]; then echo 192; else echo 128; fi
-}
-# kernel_of RUNG HEAD_DIM: the rung's attention kernel at that head_dim.
-kernel_of() {
-    echo "flash3_fwd_bf16_causal_$(bm_of "$1")x128_d$2_r$1_sm90a"
-}
-# default_rung HEAD_DIM [BATCH HEADS SEQ SMS]: the rung a run without --rung takes (without the
-# shape: a grid that fills the SMs, as the default shape's does).
-default_rung() {
-    if [ "$1" != 64 ]; then echo "$DEFAULT_RUNG_D128"; return; fi
-    if [ $# -ge 5 ] && [ $(($2 * $3 * (($4 + 191) / 192))) -lt "$5" ]; then
-        echo "$DEFAULT_RUNG_D64_SMALL"
-    else
-        echo "$DEFAULT_RUNG_D64"
-    fi
-}
-D64_KERNEL=$(kernel_of "$DEFAULT_RUNG_D64" 64)
-D128_KERNEL=$(kernel_of "$DEFAULT_RUNG_D128" 128)
+# The default rungs and their kernels (helpers.bash: flash3_default_rung, flash3_kernel; 64 query
+# rows per consumer warpgroup, 128-key tiles): at head_dim 64 rung 10 (three consumer warpgroups,
+# 192-row tiles) where batch x heads x its query tiles fill the SMs, else rung 8 (two, 128 rows);
+# rung 8 at head_dim 128. tests/07_ladder.bats runs every rung.
+D64_KERNEL=$(flash3_kernel "$FLASH3_DEFAULT_D64" 64)
+D128_KERNEL=$(flash3_kernel "$FLASH3_DEFAULT_D128" 128)
 
 # Every test needs a Hopper GPU but those marked "(no GPU needed)" or "(non-Hopper GPU)".
 setup() {
@@ -51,14 +29,14 @@ setup() {
 setup_file() { prerun_suite; }
 
 # assert_flash3_kernels HEAD_DIM [SPLIT [RUNG]]: the trace holds the 3 active steps' kernels: the
-# rung's (default: default_rung HEAD_DIM) flash3 kernel each step, and (SPLIT given and 1) its
+# rung's (default: flash3_default_rung HEAD_DIM) flash3 kernel each step, and (SPLIT given and 1) its
 # combine kernel after each.
 assert_flash3_kernels() {
-    local names split=${2:-0} rung=${3:-$(default_rung "$1")}
+    local names split=${2:-0} rung=${3:-$(flash3_default_rung "$1")}
     names=$(trace_query "$TRACE" kernels)
     printf 'kernels (rung %s):\n%s\n' "$rung" "$names"
     [ "$(printf '%s\n' "$names" | grep -c .)" -eq $((3 + 3 * split)) ]
-    [ "$(printf '%s\n' "$names" | grep -c "^$(kernel_of "$rung" "$1")(")" -eq 3 ]
+    [ "$(printf '%s\n' "$names" | grep -c "^$(flash3_kernel "$rung" "$1")(")" -eq 3 ]
     [ "$(printf '%s\n' "$names" | grep -cE '^flash3_fwd_bf16_causal_[0-9]+x[0-9]+_d(64|128)_r[0-9]+_sm90a\(')" -eq 3 ]
     [ "$(printf '%s\n' "$names" | grep -c "^flash3_fwd_combine_bf16_d$1_r${rung}_sm90a(")" -eq $((3 * split)) ]
 }
@@ -105,8 +83,8 @@ assert_07_shape() {
     assert_rel_l2_le 1e-2
     sms=$(printf '%s\n' "$output" | sed -n 's/^device .*(\([0-9][0-9]*\) SMs, .*/\1/p' | head -n 1)
     [ -n "$sms" ]
-    rung=$(default_rung "$4" "$1" "$2" "$3" "$sms")
-    split=$(splits "$1" "$2" "$3" "$sms" "$(bm_of "$rung")")
+    rung=$(flash3_default_rung "$4" "$1" "$2" "$3" "$sms")
+    split=$(splits "$1" "$2" "$3" "$sms" "$(flash3_block_m "$rung")")
     echo "rung $rung, splits: $split ($sms SMs)"
     [ "$(field kernels_per_step)" = $((1 + split)) ]
     [ "$(field memcpy_per_step)" = 0 ]
@@ -208,7 +186,7 @@ assert_07_shape() {
     for d in 64 128; do
         stage_result 07_hopper --batch 2 --heads 16 --seq 2048 --head-dim "$d"
         [ "$status" -eq 0 ]
-        printf '%s\n' "$output" | grep -E "^  $(kernel_of "$(default_rung "$d")" "$d")\("
+        printf '%s\n' "$output" | grep -E "^  $(flash3_kernel "$(flash3_default_rung "$d")" "$d")\("
         if [ "$d" = 64 ]; then
             printf '%s\n' "$output" | grep -qE "$d64_re"
         else

@@ -27,13 +27,9 @@ smem_of() {
     esac
 }
 
-# Query rows of a rung's tile (one consumer warpgroup per 64, plus the producer's 128 threads).
-block_m_of() { if [ "$1" -eq 10 ]; then echo 192; else echo 128; fi; }
-
 # The kernel details line of the run: exactly one, the rung's kernel.
 assert_rung_kernel() {
-    local bm; bm=$(block_m_of "$1")
-    local k="flash3_fwd_bf16_causal_${bm}x128_d$2_r$1_sm90a"
+    local bm k; bm=$(flash3_block_m "$1") k=$(flash3_kernel "$1" "$2")
     [ "$(printf '%s\n' "$output" | grep -cE '^  flash3_[a-z0-9_]+\(flash3_params\): grid ')" -eq 1 ]
     [ "$(printf '%s\n' "$output" | grep -cE "^  $k\(flash3_params\): grid \[[0-9]+, [0-9]+, 1\], block \[$((128 + 2 * bm)), 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ $(smem_of "$1" "$2") B \(opt-in\)")" -eq 1 ]
 }
@@ -56,7 +52,7 @@ sm_count() {
 # combine_lines HEAD_DIM [RUNG]: the combine kernel's details lines of rung 8 (or RUNG) where it
 # split the keys: its grid is (split tiles, BLOCK_M / rows per block), 256 threads.
 combine_lines() {
-    printf '%s\n' "$output" | grep -cE "^  flash3_fwd_combine_bf16_d$1_r${2:-8}_sm90a\(flash3_combine_params\): grid \[[0-9]+, $(($(block_m_of "${2:-8}") / (256 / ($1 / 8)))), 1\], block \[256, 1, 1\], "
+    printf '%s\n' "$output" | grep -cE "^  flash3_fwd_combine_bf16_d$1_r${2:-8}_sm90a\(flash3_combine_params\): grid \[[0-9]+, $(($(flash3_block_m "${2:-8}") / (256 / ($1 / 8)))), 1\], block \[256, 1, 1\], "
 }
 
 # rung_case RUNG HEAD_DIM: every run of rung_cases PASSes with one rung kernel per step, no copy,
@@ -235,18 +231,13 @@ sass_waits() {
     done
 }
 
-# The default rungs (hopper.cu's rung_for): at head_dim 64 rung 10 where batch x heads x its
-# 192-row query tiles fill the SMs, rung 8 below that; rung 8 at head_dim 128.
-DEFAULT_RUNG_D64=10
-DEFAULT_RUNG_D64_SMALL=8
-DEFAULT_RUNG_D128=8
-
+# The default rungs: helpers.bash's FLASH3_DEFAULT_* (hopper.cu's rung_for).
 @test "07 ladder: without --rung, --help names the default rung of each shape (no GPU needed)" {
     run "$ROOT/07_hopper/run" --help
     [ "$status" -eq 0 ]
-    printf '%s\n' "$output" | grep -qF "(default: the fastest rung at each shape: $DEFAULT_RUNG_D64 at"
-    printf '%s\n' "$output" | grep -qF "head_dim 64 ($DEFAULT_RUNG_D64_SMALL where batch x heads x 192-row tiles < SMs),"
-    printf '%s\n' "$output" | grep -qE "^ +$DEFAULT_RUNG_D128 at 128\)\. Rung, idea, head_dims:\$"
+    printf '%s\n' "$output" | grep -qF "(default: the fastest rung at each shape: $FLASH3_DEFAULT_D64 at"
+    printf '%s\n' "$output" | grep -qF "head_dim 64 ($FLASH3_DEFAULT_D64_SMALL where batch x heads x 192-row tiles < SMs),"
+    printf '%s\n' "$output" | grep -qE "^ +$FLASH3_DEFAULT_D128 at 128\)\. Rung, idea, head_dims:\$"
 }
 
 # 2 x 128 heads of one 192-row tile fill any Hopper GPU's SMs (132 on the H100 SXM and H200, 114
@@ -254,13 +245,13 @@ DEFAULT_RUNG_D128=8
 @test "07 ladder: without --rung, each head_dim and grid runs its default rung" {
     stage_result 07_hopper --batch 2 --heads 128 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
-    assert_rung_kernel "$DEFAULT_RUNG_D64" 64
+    assert_rung_kernel "$FLASH3_DEFAULT_D64" 64
     stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 64 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
-    assert_rung_kernel "$DEFAULT_RUNG_D64_SMALL" 64
+    assert_rung_kernel "$FLASH3_DEFAULT_D64_SMALL" 64
     stage_result 07_hopper --batch 1 --heads 2 --seq 77 --head-dim 128 --trace none --warmup 0 --steps 1
     [ "$status" -eq 0 ]
-    assert_rung_kernel "$DEFAULT_RUNG_D128" 128
+    assert_rung_kernel "$FLASH3_DEFAULT_D128" 128
 }
 
 # Rungs 5-7 cut the heads into L2 sections only where K and V outgrow H3_L2_KV_BUDGET (16 MiB):

@@ -15,8 +15,8 @@ rungs_07() {
     (cd "$ROOT" && ls 07_hopper/rung[0-9]*_*.cu | sed 's/^07_hopper\/rung\([0-9]*\)_.*/\1/' | sort -n)
 }
 
-# consumers_07 RUNG: its block's consumer warpgroups (rung 10: three, on 192-row tiles; else two).
-consumers_07() { if [ "$1" -eq 10 ]; then echo 3; else echo 2; fi; }
+# consumers_07 RUNG: its block's consumer warpgroups, one per 64 rows of its tile (helpers.bash).
+consumers_07() { echo $(($(flash3_block_m "$1") / 64)); }
 
 gpu_cc() {
     nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
