@@ -469,6 +469,62 @@ static __device__ __forceinline__ void online_softmax(float (&sacc)[BN / 2], flo
     }
 }
 
+/* How far a row's max may grow, in log2 units (S*c), before online_softmax_lazy moves the running
+ * max and O is rescaled: P and the row sums then stay below 2^8 times what they would be with the
+ * exact max, far inside fp32 and bf16 range, and the result is the same up to rounding
+ * (O = sum P.V / sum P for any common offset). FlashAttention-4's choice. */
+#define H3_RESCALE_LOG2 8.0f
+
+/* online_softmax with a running max that moves only when it must (rung 11): the tile's row
+ * maxima are found first; if no row of the warp grew by more than H3_RESCALE_LOG2 the running
+ * maxima stay where they are, alpha = 1 exactly and the function returns false: the caller skips
+ * the rescale of O (one branch, the same for the warp). Otherwise every row of the warp moves to
+ * its new max as in online_softmax, and it returns true. The decision is the warp's (__any_sync),
+ * so O's rescale is a warp-uniform branch; alpha is computed either way (2^0 = 1 where the max
+ * stays), so the exponentials are one straight block of code. A row that has seen only masked keys
+ * keeps m = -inf and gets P = 0, as in online_softmax.
+ * Source: Zadouri, Shah, Dao et al., FlashAttention-4 (2025), "conditional softmax rescaling"
+ * (hopper/ and cute/ sources of Dao-AILab/flash-attention); the online softmax: Milakov and
+ * Gimelshein 2018. */
+template <int BN>
+static __device__ __forceinline__ bool online_softmax_lazy(float (&sacc)[BN / 2], float (&m_run)[2],
+                                                           float (&l_run)[2], float (&alpha)[2], float c)
+{
+    float m_new[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float m = m_run[h];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+            m = fmaxf(m, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m_new[h] = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    }
+    /* (-inf - -inf is NaN, and NaN > x is false: a row with no key yet never asks to move) */
+    const bool grow = (m_new[0] - m_run[0]) * c > H3_RESCALE_LOG2 ||
+                      (m_new[1] - m_run[1]) * c > H3_RESCALE_LOG2;
+    const bool rescale = __any_sync(0xffffffffu, grow);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const float m_keep = rescale ? m_new[h] : m_run[h];
+        const float m_use = m_keep == -INFINITY ? 0.f : m_keep;
+        alpha[h] = exp2_approx((m_run[h] - m_use) * c);
+        const float m_c = m_use * c;
+        m_run[h] = m_keep;
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const float p0 = exp2_approx(fmaf(sacc[4 * j + 2 * h], c, -m_c));
+            const float p1 = exp2_approx(fmaf(sacc[4 * j + 2 * h + 1], c, -m_c));
+            sum += p0 + p1;
+            sacc[4 * j + 2 * h] = p0;
+            sacc[4 * j + 2 * h + 1] = p1;
+        }
+        l_run[h] = fmaf(l_run[h], alpha[h], sum);
+    }
+    return rescale;
+}
+
 /* P (fp32, the S accumulator layout) -> the A operand of P.V: k-step k takes accumulator
  * registers 8k..8k+7 (keys 16k..16k+15) packed in pairs to bf16x2 (wgmma.cuh). */
 template <int BN>
@@ -669,11 +725,12 @@ typedef struct {
     int q_buffers;
     const void *combine_d64, *combine_d128;   /* __global__ void k(const flash3_combine_params) */
     int block_m;               /* query rows of a tile, 64 per consumer warpgroup: H3_BLOCK_M, or
-                                * 192 (rung 10: three consumers); 128 * (1 + block_m / 64) threads */
+                                * 192 (rungs 10, 11: three consumers); 128 * (1 + block_m / 64) threads */
+    int block_m_d128;          /* at head_dim 128, where it differs (rung 11); 0: block_m */
 } flash3_rung;
 
 extern const flash3_rung FLASH3_RUNG(1), FLASH3_RUNG(2), FLASH3_RUNG(3), FLASH3_RUNG(4),
                          FLASH3_RUNG(5), FLASH3_RUNG(6), FLASH3_RUNG(7),
-                         FLASH3_RUNG(8), FLASH3_RUNG(9), FLASH3_RUNG(10);
+                         FLASH3_RUNG(8), FLASH3_RUNG(9), FLASH3_RUNG(10), FLASH3_RUNG(11);
 
 #endif

@@ -18,8 +18,10 @@
  *   rung9_item_overlap.cu + an item's first S and softmax under the previous item's last P.V
  *   rung10_three_consumers.cu rung 8 + three consumer warpgroups (192x128 tiles, setmaxnreg
  *                        32 / 160, per-warpgroup causal bounds); head_dim 64 only
- * Without --rung: the fastest rung at each shape (rung_for: rung 10 at head_dim 64, rung 8 on its
- * small grids and at head_dim 128).
+ *   rung11_lazy_rescale.cu rung 10 (head_dim 64) and rung 8 with its products in turns (128) + O
+ *                        rescaled only when a row's max grows by more than 2^8, under the next S
+ * Without --rung: the fastest rung at each shape (rung_for: rung 11, and rung 8 on the small grids
+ * at head_dim 64).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
  * This file is the stage: --rung, the TMA tensor maps, the launch of the chosen rung's kernel.
@@ -27,13 +29,13 @@
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128 (rungs 4 and 10: 64), any
- * seq >= 1. One launch per forward, no extra device memory; rungs 8-10 where they split: two
+ * seq >= 1. One launch per forward, no extra device memory; rungs 8-11 where they split: two
  * launches and the plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
  * on compute capability 9.0 alone; the Makefile's 07_hopper_ARCH).
  *
  * Kernel names: flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a; the
  * regions build (--regions, flash3.cuh) adds _regions. Its units are the warpgroups: the
- * producer, consumer 0, consumer 1 (and consumer 2 on rung 10).
+ * producer, consumer 0, consumer 1 (and consumer 2 with three consumer warpgroups).
  */
 #include <cuda.h>              /* CUtensorMap and its enums (types only: no -lcuda) */
 #include <cudaTypedefs.h>      /* PFN_cuTensorMapEncodeTiled_v12000 */
@@ -54,7 +56,7 @@
 static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &FLASH3_RUNG(3),
                                             &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6),
                                             &FLASH3_RUNG(7), &FLASH3_RUNG(8), &FLASH3_RUNG(9),
-                                            &FLASH3_RUNG(10) };
+                                            &FLASH3_RUNG(10), &FLASH3_RUNG(11) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
@@ -72,33 +74,40 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
     return head_dim == 64 ? r->kernel_d64 : r->kernel_d128;
 }
 
+/* Query rows of the rung's tile at head_dim (rung 11's differ between 64 and 128). */
+static int block_m_of(const flash3_rung *r, int head_dim)
+{
+    return head_dim == 128 && r->block_m_d128 ? r->block_m_d128 : r->block_m;
+}
+
 static size_t smem_for(const flash3_rung *r, int head_dim)
 {
-    return H3_SMEM_BYTES((size_t)head_dim, (size_t)r->block_m, (size_t)r->q_buffers);
+    return H3_SMEM_BYTES((size_t)head_dim, (size_t)block_m_of(r, head_dim), (size_t)r->q_buffers);
 }
 
 /* A block of the rung: the producer warpgroup and one consumer warpgroup per 64 query rows. */
-static unsigned threads_for(const flash3_rung *r)
+static unsigned threads_for(const flash3_rung *r, int head_dim)
 {
-    return 128u * (1u + (unsigned)r->block_m / 64u);
+    return 128u * (1u + (unsigned)block_m_of(r, head_dim) / 64u);
 }
 
-/* Query tiles of one (batch, head) on the rung's tiles. */
-static int q_tiles_for(const flash3_rung *r, int seq)
+/* Query tiles of one (batch, head) of shape s on the rung's tiles. */
+static int q_tiles_for(const flash3_rung *r, const attn_shape *s)
 {
-    return (seq + r->block_m - 1) / r->block_m;
+    const int bm = block_m_of(r, s->head_dim);
+    return (s->seq + bm - 1) / bm;
 }
 
 /* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
  * at the bench shapes and over the sweep (07_hopper/ladder/, docs/perf-notes.md has each rung's
- * measurements). At head_dim 64 that depends on the grid: rung 10's 192-row tiles where
+ * measurements). At head_dim 64 that depends on the grid: rung 11's 192-row tiles where
  * batch x heads x its query tiles fill the SMs; below that (a small grid, split over the keys)
  * rung 8's 128-row tiles, where each block's one item is not shared by three warpgroups taking
- * turns. Kept per head_dim: rung 10 runs head_dim 64 only, and for a while rung 6 was the
- * fastest at head_dim 64 and rung 5 at 128. */
-#define H3_DEFAULT_RUNG_D64       10
+ * turns. Kept per head_dim: for a while rung 6 was the fastest at head_dim 64 and rung 5 at 128,
+ * and rung 10 runs head_dim 64 only. */
+#define H3_DEFAULT_RUNG_D64       11
 #define H3_DEFAULT_RUNG_D64_SMALL 8
-#define H3_DEFAULT_RUNG_D128      8
+#define H3_DEFAULT_RUNG_D128      11
 
 #define H3_STR_(x) #x
 #define H3_STR(x)  H3_STR_(x)
@@ -110,7 +119,7 @@ static const flash3_rung *rung_for(const attn_shape *s, int sms)
     if (flash3_rung_flag > 0) return RUNGS[flash3_rung_flag - 1];
     if (s->head_dim == 128) return RUNGS[H3_DEFAULT_RUNG_D128 - 1];
     const flash3_rung *r = RUNGS[H3_DEFAULT_RUNG_D64 - 1];
-    const long long tiles = (long long)s->batch * s->heads * q_tiles_for(r, s->seq);
+    const long long tiles = (long long)s->batch * s->heads * q_tiles_for(r, s);
     return tiles < sms ? RUNGS[H3_DEFAULT_RUNG_D64_SMALL - 1] : r;
 }
 
@@ -135,8 +144,8 @@ typedef struct {
     const void *q, *k, *v, *o;
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
-    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-8) */
-    flash3_split_plan plan;    /* rungs 8-9: the split for this shape (plan.chunk 0: none) */
+    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-11) */
+    flash3_split_plan plan;    /* rungs 8-11: the split for this shape (plan.chunk 0: none) */
     void *split_mem;           /* its device copy and the partials (flash3_split_bytes) */
     flash3_work *d_work;
     int *d_first;
@@ -192,7 +201,7 @@ static void encode_tile_map(const flash3_state *st, CUtensorMap *map, const void
 /* The persistent grid: one block per SM, fewer if there are fewer tiles. */
 static long long grid_blocks(const flash3_state *st, const attn_shape *s)
 {
-    const long long tiles = (long long)s->batch * s->heads * q_tiles_for(rung_for(s, st->sms), s->seq);
+    const long long tiles = (long long)s->batch * s->heads * q_tiles_for(rung_for(s, st->sms), s);
     return tiles < st->sms ? tiles : st->sms;
 }
 
@@ -203,7 +212,8 @@ static void encode_maps(flash3_state *st, const attn_problem *p)
     const attn_shape *s = &p->shape;
     const int panels = s->head_dim / 64;
     const flash3_rung *r = rung_for(s, st->sms);
-    encode_tile_map(st, &st->q_map, p->q, s, r->block_m, panels);
+    const int bm = block_m_of(r, s->head_dim);
+    encode_tile_map(st, &st->q_map, p->q, s, bm, panels);
     encode_tile_map(st, &st->k_map, p->k, s, H3_BLOCK_N, panels);
     encode_tile_map(st, &st->v_map, p->v, s, H3_BLOCK_N, panels);
     encode_tile_map(st, &st->o_map, p->o, s, 64, 1);
@@ -213,7 +223,7 @@ static void encode_maps(flash3_state *st, const attn_problem *p)
     st->o = p->o;
     st->shape = *s;
     const int G = (int)grid_blocks(st, s);
-    st->l2_sections = r->block_m == H3_BLOCK_M3
+    st->l2_sections = bm == H3_BLOCK_M3
                     ? flash3_l2_sections<H3_BLOCK_M3>(s->seq, s->head_dim, s->batch * s->heads, G)
                     : flash3_l2_sections<H3_BLOCK_M>(s->seq, s->head_dim, s->batch * s->heads, G);
 }
@@ -227,20 +237,20 @@ static int device_sms(void)
     return sms;
 }
 
-/* rungs 8-9's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
+/* rungs 8-11's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
  * where it does not split). Exits 1 if host memory runs out. */
 static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
 {
     memset(pl, 0, sizeof *pl);
     const flash3_rung *r = rung_for(s, G);
     if (!r->combine_d64) return;
-    if (flash3_split_plan_make(pl, s->seq, s->batch * s->heads, G, r->block_m) != 0) {
+    if (flash3_split_plan_make(pl, s->seq, s->batch * s->heads, G, block_m_of(r, s->head_dim)) != 0) {
         fprintf(stderr, "07_hopper: out of host memory (the split plan)\n");
         attn_exit(1);
     }
 }
 
-/* Device bytes beyond Q, K, V, O: rungs 8-9's plan and partials where they split, else none. */
+/* Device bytes beyond Q, K, V, O: rungs 8-11's plan and partials where they split, else none. */
 static size_t flash3_extra_bytes(const attn_shape *s)
 {
     flash3_split_plan pl;
@@ -259,7 +269,8 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
     const flash3_rung *r = rung_for(s, prop ? prop->multiProcessorCount : 0);
     const tiled_launch l = { "07_hopper", 9, 1,
                              "a Hopper GPU, compute capability 9.0 (sm_90a: wgmma, TMA, mbarrier "
-                             "transactions)", r->block_m, r->persistent, smem_for(r, s->head_dim) };
+                             "transactions)", block_m_of(r, s->head_dim), r->persistent,
+                             smem_for(r, s->head_dim) };
     if ((long long)s->batch * s->heads > INT_MAX) {
         snprintf(why, why_len, "batch x heads = %lld is more than 07_hopper indexes (at most %d)",
                  (long long)s->batch * s->heads, INT_MAX);
@@ -267,7 +278,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
     }
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
         snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
-                 "1-3 and 5-9 run 64 and 128)", r->number, s->head_dim);
+                 "1-3, 5-9 and 11 run 64 and 128)", r->number, s->head_dim);
         return 1;
     }
     return tiled_supports(&l, s, prop, why, why_len);
@@ -316,7 +327,8 @@ static void *flash3_setup(attn_problem *p)
 }
 
 /* One launch of the rung's kernel: grid (batch*heads, query tiles), or min(SMs, query tiles x
- * batch*heads) blocks for a persistent rung; 128 per warpgroup (384, or 512 on rung 10). */
+ * batch*heads) blocks for a persistent rung; 128 per warpgroup (384, or 512 with three consumer
+ * warpgroups: rung 10, and rung 11 at head_dim 64). */
 static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;
@@ -339,7 +351,7 @@ static void flash3_forward(attn_problem *p)
     fp.regions = attn_regions_param_of(p);
     const flash3_rung *r = rung_for(s, st->sms);
     fp.bh_count = s->batch * s->heads;
-    fp.q_tiles = q_tiles_for(r, s->seq);
+    fp.q_tiles = q_tiles_for(r, s);
     fp.l2_sections = st->l2_sections;
     fp.work = st->plan.chunk ? st->d_work : NULL;
     fp.work_first = st->d_first;
@@ -351,10 +363,10 @@ static void flash3_forward(attn_problem *p)
     void *args[] = { &fp };
 
     prof_range_push("flash3_attention_forward");
-    CUDA_CHECK(cudaLaunchKernel(rung_kernel(r, s->head_dim), grid, dim3(threads_for(r)), args,
+    CUDA_CHECK(cudaLaunchKernel(rung_kernel(r, s->head_dim), grid, dim3(threads_for(r, s->head_dim)), args,
                                 smem_for(r, s->head_dim), p->stream));
     if (st->plan.n_combine) {
-        /* rungs 8-9: the split tiles' partials into O (256 threads: 8 columns each, rows of
+        /* rungs 8-11: the split tiles' partials into O (256 threads: 8 columns each, rows of
          * 256 / (head_dim / 8) a block) */
         flash3_combine_params cp;
         cp.tiles = st->d_combine;
@@ -365,7 +377,8 @@ static void flash3_forward(attn_problem *p)
         void *cargs[] = { &cp };
         const unsigned rows = 256u / (unsigned)(s->head_dim / 8);
         CUDA_CHECK(cudaLaunchKernel(s->head_dim == 64 ? r->combine_d64 : r->combine_d128,
-                                    dim3((unsigned)st->plan.n_combine, (unsigned)r->block_m / rows),
+                                    dim3((unsigned)st->plan.n_combine,
+                                         (unsigned)block_m_of(r, s->head_dim) / rows),
                                     dim3(256), cargs, 0, p->stream));
     }
     prof_range_pop();
@@ -407,7 +420,9 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                      7  + the store's read waited for under the next S           64, 128\n"
     "                      8  + split over the keys where the grid is small, combine   64, 128\n"
     "                      9  + the next item's first S under this one's last P.V      64, 128\n"
-    "                     10  8 + three consumer warpgroups, 192x128 tiles              64",
+    "                     10  8 + three consumer warpgroups, 192x128 tiles              64\n"
+    "                     11  + O rescaled only when a row's max grows by > 2^8, under\n"
+    "                         the next S (10 at 64; 8 at 128, its products in turns)   64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

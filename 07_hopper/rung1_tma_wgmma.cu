@@ -170,5 +170,5 @@ const flash3_rung FLASH3_RUNG(1) = {
     1, "TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg 24/240",
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d64_r1_sm90a),
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d128_r1_sm90a),
-    /* persistent */ 0, /* q_buffers */ 1, /* combine */ NULL, NULL, /* block_m */ H3_BLOCK_M,
+    /* persistent */ 0, /* q_buffers */ 1, /* combine */ NULL, NULL, /* block_m */ H3_BLOCK_M, 0,
 };

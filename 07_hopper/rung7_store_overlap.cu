@@ -281,5 +281,5 @@ const flash3_rung FLASH3_RUNG(7) = {
     7, "+ the store's read waited for under the next item's first product",
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d64_r7_sm90a),
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d128_r7_sm90a),
-    /* persistent */ 1, /* q_buffers */ 2, /* combine */ NULL, NULL, /* block_m */ H3_BLOCK_M,
+    /* persistent */ 1, /* q_buffers */ 2, /* combine */ NULL, NULL, /* block_m */ H3_BLOCK_M, 0,
 };

@@ -3,7 +3,7 @@
 # mbarriers, wgmma (S = Q.K^T from shared memory, O += P.V with P from registers).
 #
 # Per step: one kernel, flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a, no
-# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (10 or 8) splits
+# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (11 or 8) splits
 # the keys of a small grid, that kernel and flash3_fwd_combine_bf16_d<head_dim>_r<rung>_sm90a, and its
 # plan and partials as extra bytes. head_dim 64 and 128 only. The binary holds
 # sm_90a code only, so every GPU test needs compute capability 9.0 (H100/H200) and skips elsewhere,
@@ -11,9 +11,9 @@
 load helpers
 
 # The default rungs and their kernels (helpers.bash: flash3_default_rung, flash3_kernel; 64 query
-# rows per consumer warpgroup, 128-key tiles): at head_dim 64 rung 10 (three consumer warpgroups,
+# rows per consumer warpgroup, 128-key tiles): at head_dim 64 rung 11 (three consumer warpgroups,
 # 192-row tiles) where batch x heads x its query tiles fill the SMs, else rung 8 (two, 128 rows);
-# rung 8 at head_dim 128. tests/07_ladder.bats runs every rung.
+# rung 11 at head_dim 128 (two, 128 rows). tests/07_ladder.bats runs every rung.
 D64_KERNEL=$(flash3_kernel "$FLASH3_DEFAULT_D64" 64)
 D128_KERNEL=$(flash3_kernel "$FLASH3_DEFAULT_D128" 128)
 
@@ -43,7 +43,7 @@ assert_flash3_kernels() {
 
 # splits BATCH HEADS SEQ SMS [BM]: 1 if the default rung splits the keys at that shape on SMS
 # multiprocessors, else 0. The rule of 07_hopper/flash3_split.h, written out again: q query tiles
-# of BM rows (128; 192 on rung 10, shifted up by the largest multiple of 64 rows that the last
+# of BM rows (128; 192 with three consumer warpgroups, shifted up by the largest multiple of 64 rows that the last
 # would hang past seq: flash3_tile_m0), tile m reaching the key tiles of its last row, W key tiles
 # of work (causal), an even share (W + one per tile) over the SMs; a split where the longest tile
 # (n_max key tiles, + 1) is more than 5/4 of the share and chunks of ceil(W / SMs) key tiles shed
@@ -84,7 +84,7 @@ assert_07_shape() {
     sms=$(printf '%s\n' "$output" | sed -n 's/^device .*(\([0-9][0-9]*\) SMs, .*/\1/p' | head -n 1)
     [ -n "$sms" ]
     rung=$(flash3_default_rung "$4" "$1" "$2" "$3" "$sms")
-    split=$(splits "$1" "$2" "$3" "$sms" "$(flash3_block_m "$rung")")
+    split=$(splits "$1" "$2" "$3" "$sms" "$(flash3_block_m "$rung" "$4")")
     echo "rung $rung, splits: $split ($sms SMs)"
     [ "$(field kernels_per_step)" = $((1 + split)) ]
     [ "$(field memcpy_per_step)" = 0 ]
@@ -159,7 +159,7 @@ assert_07_shape() {
     [ "$(trace_query "$TRACE" ranges attn_fwd)" -eq 3 ]
     [ "$(trace_query "$TRACE" ranges flash3_attention_forward)" -eq 3 ]
     # persistent grid: min(SMs, 128 x 6 query tiles of 192 rows) = 132 blocks on the H100/H200
-    # (132 SMs), 4 warpgroups (rung 10), opt-in dynamic shared memory:
+    # (132 SMs), 4 warpgroups (three consumers), opt-in dynamic shared memory:
     # 1024 (alignment) + 2 x Q 24576 + 2 x (K 16384 + V 16384) + 12 mbarriers x 8 = 115808 B
     printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[512, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 115808 B \(opt-in\)"
     # the table's Name column holds 55 characters: a longer name is cut to 52 and "..."
@@ -174,9 +174,9 @@ assert_07_shape() {
 # On the H100/H200 (65536 registers per SM, 228 KiB of shared memory, 1 KiB of it reserved per
 # block) the profiler reads the registers a kernel is launched with: the cap at entry that
 # __launch_bounds__ gives, not what the warpgroups move to with setmaxnreg.
-#   d64 (rung 10, 512 threads): 65536 / 512 = 128 (not the producer's 32 and the consumers' 160)
+#   d64 (rung 11, 512 threads): 65536 / 512 = 128 (not the producer's 32 and the consumers' 160)
 #       -> 1 block, 16 warps = 25%; 115808 B of shared memory allow 1 block too: limited by both.
-#   d128 (rung 8, 384 threads): 65536 / 384 rounded down to a multiple of 8 = 168 (not 24 and
+#   d128 (rung 11, 384 threads): 65536 / 384 rounded down to a multiple of 8 = 168 (not 24 and
 #       240) -> 1 block, 12 warps = 18.75%; 197728 B allow 1 block too: limited by both.
 #   Kineto, which ignores the opt-in, says 0% for both.
 # Both kernels run a persistent grid: min(132 SMs, 32 x 11 or 32 x 16 query tiles) = 132 blocks.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # 07_hopper's ladder: every rung (./07_hopper/run --rung N) is its own kernel,
-# flash3_fwd_bf16_causal_<BLOCK_M>x128_d<head_dim>_r<N>_sm90a (BLOCK_M 128; 192 on rung 10), and must pass what the chapter's kernel
+# flash3_fwd_bf16_causal_<BLOCK_M>x128_d<head_dim>_r<N>_sm90a (BLOCK_M 128; 192 on rung 10 and on rung 11 at
+# head_dim 64), and must pass what the chapter's kernel
 # passes: every query row of the odd sequence lengths at both head_dims it runs, one kernel per
 # step, no extra device memory, the same O bits over repeated runs. GPU tests need compute
 # capability 9.0 (the binary is sm_90a only) and skip elsewhere with the reason; the tests marked
@@ -16,20 +17,21 @@ setup() {
 #   one Q buffer (rungs 1-2):  d64 1024 + 16384 + 65536 + 72 = 83016,  d128 1024 + 32768 + 131072 + 72 = 164936
 #   two Q buffers (rungs 3-9): d64 1024 + 32768 + 65536 + 96 = 99424,  d128 1024 + 65536 + 131072 + 96 = 197728
 #   (rungs 6-10 store O from the Q buffer it was staged in: no shared memory of their own)
-#   rung 10 (192-row Q tiles, two buffers), d64: 1024 + 49152 + 65536 + 96 = 115808
+#   rungs 10-11 (192-row Q tiles, two buffers), d64: 1024 + 49152 + 65536 + 96 = 115808
+#   rung 11 at d128 (128-row Q tiles, two buffers): as rungs 3-9, 197728
 smem_of() {
     case "$1:$2" in
         1:64 | 2:64) echo 83016 ;;
         1:128 | 2:128) echo 164936 ;;
         3:64 | 4:64 | 5:64 | 6:64 | 7:64 | 8:64 | 9:64) echo 99424 ;;
-        3:128 | 5:128 | 6:128 | 7:128 | 8:128 | 9:128) echo 197728 ;;
-        10:64) echo 115808 ;;
+        3:128 | 5:128 | 6:128 | 7:128 | 8:128 | 9:128 | 11:128) echo 197728 ;;
+        10:64 | 11:64) echo 115808 ;;
     esac
 }
 
 # The kernel details line of the run: exactly one, the rung's kernel.
 assert_rung_kernel() {
-    local bm k; bm=$(flash3_block_m "$1") k=$(flash3_kernel "$1" "$2")
+    local bm k; bm=$(flash3_block_m "$1" "$2") k=$(flash3_kernel "$1" "$2")
     [ "$(printf '%s\n' "$output" | grep -cE '^  flash3_[a-z0-9_]+\(flash3_params\): grid ')" -eq 1 ]
     [ "$(printf '%s\n' "$output" | grep -cE "^  $k\(flash3_params\): grid \[[0-9]+, [0-9]+, 1\], block \[$((128 + 2 * bm)), 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ $(smem_of "$1" "$2") B \(opt-in\)")" -eq 1 ]
 }
@@ -52,7 +54,7 @@ sm_count() {
 # combine_lines HEAD_DIM [RUNG]: the combine kernel's details lines of rung 8 (or RUNG) where it
 # split the keys: its grid is (split tiles, BLOCK_M / rows per block), 256 threads.
 combine_lines() {
-    printf '%s\n' "$output" | grep -cE "^  flash3_fwd_combine_bf16_d$1_r${2:-8}_sm90a\(flash3_combine_params\): grid \[[0-9]+, $(($(flash3_block_m "${2:-8}") / (256 / ($1 / 8)))), 1\], block \[256, 1, 1\], "
+    printf '%s\n' "$output" | grep -cE "^  flash3_fwd_combine_bf16_d$1_r${2:-8}_sm90a\(flash3_combine_params\): grid \[[0-9]+, $(($(flash3_block_m "${2:-8}" "$1") / (256 / ($1 / 8)))), 1\], block \[256, 1, 1\], "
 }
 
 # rung_case RUNG HEAD_DIM: every run of rung_cases PASSes with one rung kernel per step, no copy,
@@ -108,6 +110,8 @@ rung_checks() {
 @test "07 ladder rung 9 head_dim 64: every odd seq PASS, one r9 kernel (+ combine where split), same o_hash" { rung_case 9 64; }
 @test "07 ladder rung 9 head_dim 128: every odd seq PASS, one r9 kernel (+ combine where split), same o_hash" { rung_case 9 128; }
 @test "07 ladder rung 10 head_dim 64: every odd seq PASS, one r10 kernel (+ combine where split), same o_hash" { rung_case 10 64; }
+@test "07 ladder rung 11 head_dim 64: every odd seq PASS, one r11 kernel (+ combine where split), same o_hash" { rung_case 11 64; }
+@test "07 ladder rung 11 head_dim 128: every odd seq PASS, one r11 kernel (+ combine where split), same o_hash" { rung_case 11 128; }
 
 # Rung 8 splits the keys where the tiles are few against the SMs (flash3_split.h; the plans are
 # checked on the CPU below): at 2x3x1000 (48 tiles) chunks of 2 key tiles where the device has
@@ -152,12 +156,12 @@ rung_checks() {
 }
 
 # A NaN in Q stays in its own row of O where the keys are split: row 999 of head (0, 0) lies in
-# the last query tile, which rungs 8 and 9 cut into 4 chunks at 2x3x1000, and rung 10 (192-row
-# tiles, head_dim 64) into 4 (the check fails if the NaN rows of O are not exactly that row; a
-# split that dropped the NaN would write a finite row).
-@test "07 ladder rungs 8-10: --poison-q 999 at 2x3x1000, a split shape: the NaN stays in its own row" {
+# the last query tile, which rungs 8 and 9 cut into 4 chunks at 2x3x1000, and rungs 10 and 11
+# (192-row tiles at head_dim 64) into 4 (the check fails if the NaN rows of O are not exactly that
+# row; a split that dropped the NaN would write a finite row).
+@test "07 ladder rungs 8-11: --poison-q 999 at 2x3x1000, a split shape: the NaN stays in its own row" {
     local r d
-    for r in 8 9 10; do
+    for r in 8 9 10 11; do
         for d in 64 128; do
             [ "$r:$d" != 10:128 ] || continue
             rung_result "$r 2 3 1000 $d --poison-q 999 --check-rows all"
@@ -187,7 +191,7 @@ rung_checks() {
 # and then P.V is waited for (WARPGROUP.DEPBAR.LE gsb0, 0x0). ptxas moves a plain wait for P.V up to
 # the top of the softmax, the PTX order notwithstanding; at head_dim 128 wait_pv_after_softmax
 # (07_hopper/flash3.cuh) keeps it below (head_dim 64 keeps ptxas's order, which measures faster
-# there). So in the machine code of each rung's head_dim-128 forward kernel, every wait for P.V that
+# there). Rung 11 computes alpha whether or not O is rescaled, so its tile has 66 too. So in the machine code of each rung's head_dim-128 forward kernel, every wait for P.V that
 # follows a wait for S must come after the softmax's 66 exponentials (MUFU.EX2: 64 of P, 2 of alpha,
 # per thread).
 # sass_waits KERNEL: "<waits for S> <waits for P.V after one> <those with fewer than 66 EX2 before
@@ -202,13 +206,13 @@ sass_waits() {
         END { if (after_s) early++; printf "%d %d %d\n", s, n, early }' "$BATS_FILE_TMPDIR/07.sass"
 }
 
-@test "07 ladder: the SASS of rungs 2-9 at head_dim 128 waits for P.V after the softmax's exponentials (no GPU needed)" {
+@test "07 ladder: the SASS of rungs 2-9 and 11 at head_dim 128 waits for P.V after the softmax's exponentials (no GPU needed)" {
     local dump; dump=$(find_tool cuobjdump)
     [ -n "$dump" ] || skip "cuobjdump not found (the CUDA toolkit's binary utilities)"
     [ -x "$ROOT/07_hopper/run" ] || skip "07_hopper/run is not built (make 07_hopper)"
     "$dump" -sass "$ROOT/07_hopper/run" > "$BATS_FILE_TMPDIR/07.sass"
     local r ns n early fails=0
-    for r in 2 3 5 6 7 8 9; do
+    for r in 2 3 5 6 7 8 9 11; do
         read -r ns n early < <(sass_waits "flash3_fwd_bf16_causal_128x128_d128_r${r}_sm90a")
         echo "rung $r head_dim 128: $ns waits for S, $n waits for P.V after one, $early early or missing"
         [ "$ns" -ge 1 ] && [ "$n" -eq "$ns" ] && [ "$early" -eq 0 ] || fails=$((fails + 1))
@@ -285,7 +289,7 @@ sass_waits() {
 
 # ---- CPU ---------------------------------------------------------------------------------------
 
-@test "07 ladder: --help lists the ten rungs with their idea and head_dims (no GPU needed)" {
+@test "07 ladder: --help lists the eleven rungs with their idea and head_dims (no GPU needed)" {
     run "$ROOT/07_hopper/run" --help
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" | grep -qxF '                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128'
@@ -298,17 +302,19 @@ sass_waits() {
     printf '%s\n' "$output" | grep -qxF '                      8  + split over the keys where the grid is small, combine   64, 128'
     printf '%s\n' "$output" | grep -qxF "                      9  + the next item's first S under this one's last P.V      64, 128"
     printf '%s\n' "$output" | grep -qxF "                     10  8 + three consumer warpgroups, 192x128 tiles              64"
+    printf '%s\n' "$output" | grep -qxF "                     11  + O rescaled only when a row's max grows by > 2^8, under"
+    printf '%s\n' "$output" | grep -qxF "                         the next S (10 at 64; 8 at 128, its products in turns)   64, 128"
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
 }
 
 @test "07 ladder: a bad --rung exits 2 with one line naming the range (no GPU needed)" {
     local v
-    for v in 0 11 99 x -1 2.5 ''; do
+    for v in 0 12 99 x -1 2.5 ''; do
         run "$ROOT/07_hopper/run" --rung "$v" --trace none
         echo "--rung '$v': $status $output"
         [ "$status" -eq 2 ]
         [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
-        [[ "$output" == "--rung: "*"(expected 1 to 10)" ]]
+        [[ "$output" == "--rung: "*"(expected 1 to 11)" ]]
     done
     run "$ROOT/07_hopper/run" --trace none --rung
     [ "$status" -eq 2 ]
@@ -321,7 +327,7 @@ sass_waits() {
         run "$ROOT/07_hopper/run" --rung "$r" --head-dim 128 --trace none
         echo "$output"
         [ "$status" -eq 2 ]
-        [ "$output" = "rung $r of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3 and 5-9 run 64 and 128)" ]
+        [ "$output" = "rung $r of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3, 5-9 and 11 run 64 and 128)" ]
     done
 }
 
