@@ -421,8 +421,7 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                      8  + split over the keys where the grid is small, combine   64, 128\n"
     "                      9  + the next item's first S under this one's last P.V      64, 128\n"
     "                     10  8 + three consumer warpgroups, 192x128 tiles              64\n"
-    "                     11  + O rescaled only when a row's max grows by > 2^8, under\n"
-    "                         the next S (10 at 64; 8 at 128, its products in turns)   64, 128",
+    "                     11  + O rescaled only if a row's max grows > 2^8, late      64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

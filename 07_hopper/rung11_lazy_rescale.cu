@@ -281,7 +281,7 @@ FLASH3_KERNEL(flash3_fwd_combine_bf16_d128_r11_sm90a)(const __grid_constant__ fl
 }
 
 const flash3_rung FLASH3_RUNG(11) = {
-    11, "+ O rescaled only when a row's max grows by more than 2^8, under the next S",
+    11, "+ O rescaled only if a row's max grows > 2^8, late",
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_192x128_d64_r11_sm90a),
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d128_r11_sm90a),
     /* persistent */ 1, /* q_buffers */ 2,

@@ -302,9 +302,11 @@ sass_waits() {
     printf '%s\n' "$output" | grep -qxF '                      8  + split over the keys where the grid is small, combine   64, 128'
     printf '%s\n' "$output" | grep -qxF "                      9  + the next item's first S under this one's last P.V      64, 128"
     printf '%s\n' "$output" | grep -qxF "                     10  8 + three consumer warpgroups, 192x128 tiles              64"
-    printf '%s\n' "$output" | grep -qxF "                     11  + O rescaled only when a row's max grows by > 2^8, under"
-    printf '%s\n' "$output" | grep -qxF "                         the next S (10 at 64; 8 at 128, its products in turns)   64, 128"
+    printf '%s\n' "$output" | grep -qxF "                     11  + O rescaled only if a row's max grows > 2^8, late      64, 128"
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
+    # one line per rung file, each as bench/ladder.py reads it (number, idea, head_dims on one
+    # line: a rung whose line wraps would be left out of make ladder's table)
+    [ "$(printf '%s\n' "$output" | python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from ladder import HELP_RUNG_RE; print(sum(1 for l in sys.stdin if HELP_RUNG_RE.match(l.rstrip("\n"))))' "$ROOT/bench")" -eq "$(cd "$ROOT" && ls 07_hopper/rung[0-9]*_*.cu | wc -l)" ]
 }
 
 @test "07 ladder: a bad --rung exits 2 with one line naming the range (no GPU needed)" {
