@@ -38,7 +38,7 @@
  *     FLASH3_RUNG(N) (the regions build's copies get the suffix _regions);
  *   - fwd_block gives the producer's thread and each consumer thread a context,
  *     `attn_regions_ctx rg = flash3_regions_start(p);` (unit = the warpgroup: 0 the producer,
- *     stamped by its one thread, 1 and 2 (and 3 on rung 10) the consumers, stamped by their thread 0), passes it
+ *     stamped by its one thread, 1 and 2 (and 3 with three consumer warpgroups) the consumers, stamped by their thread 0), passes it
  *     down by reference and ends with attn_regions_finish(rg);
  *   - attn_region_begin(rg, ATTN_REGION_...) / attn_region_end around each step, properly
  *     nested (common/regions.h lists the ids):
@@ -89,7 +89,7 @@
 #define H3_PRODUCER_REGS 24
 #define H3_CONSUMER_REGS 240
 
-/* One work item of a split over the keys (rungs 8-9, flash3_split.h): query tile m_blk of (batch,
+/* One work item of a split over the keys (rungs 8-11, flash3_split.h): query tile m_blk of (batch,
  * head) bh against key tiles n_begin .. n_end-1 only. slot < 0: the item is the tile's whole key
  * range, and its O goes to p.o as in rung 7; else its partial O (fp32, divided by its own row
  * sums) and log-sum-exp go to slot `slot` of p.o_part and p.lse_part, and the combine kernel
@@ -111,7 +111,7 @@ typedef struct {
     int bh_count, q_tiles;     /* batch*heads; query tiles per head (persistent grid's work) */
     int l2_sections;           /* 1 .. bh_count: the sections of heads of flash3_section_item */
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
-    /* rungs 8-10 with a split over the keys (NULL otherwise): block b's items are
+    /* rungs 8-11 with a split over the keys (NULL otherwise): block b's items are
      * work[work_first[b] .. work_first[b+1]-1], in that order; partial O
      * [slot][BLOCK_M][head_dim] and log-sum-exp (log2 units) [slot][BLOCK_M], fp32 */
     const flash3_work *work;
@@ -210,10 +210,10 @@ typedef struct {
 } flash3_item;
 
 /* The first row of query tile m_blk of bm rows. With bm = H3_BLOCK_M: m_blk * bm. With bm = 192
- * (rung 10), where seq is rarely a multiple of the tile, the tiles are shifted up by the largest
- * multiple of 64 rows that the last one would hang past seq: tile 0 then starts before row 0 (a
- * warpgroup whose 64 rows all lie before it has nothing to do; TMA fills rows outside the tensor
- * with zeros and does not store them), so that the rows with no work sit in the cheapest tile,
+ * (rung 10, rung 11 at head_dim 64), where seq is rarely a multiple of the tile, the tiles are
+ * shifted up by the largest multiple of 64 rows that the last one would hang past seq: tile 0
+ * then starts before row 0 (a warpgroup whose 64 rows all lie before it has nothing to do; TMA
+ * fills rows outside the tensor with zeros and does not store them), so that the rows with no work sit in the cheapest tile,
  * the first (causal: one key tile), not in the most expensive one. Host and device. */
 static __host__ __device__ __forceinline__ int flash3_tile_m0(int m_blk, int bm, int seq)
 {
@@ -480,8 +480,9 @@ static __device__ __forceinline__ void online_softmax(float (&sacc)[BN / 2], flo
  * maxima stay where they are, alpha = 1 exactly and the function returns false: the caller skips
  * the rescale of O (one branch, the same for the warp). Otherwise every row of the warp moves to
  * its new max as in online_softmax, and it returns true. The decision is the warp's (__any_sync),
- * so O's rescale is a warp-uniform branch; alpha is computed either way (2^0 = 1 where the max
- * stays), so the exponentials are one straight block of code. A row that has seen only masked keys
+ * so O's rescale is a warp-uniform branch; alpha is computed either way (ex2.approx of 0 where the
+ * max stays: 1, which l_run is multiplied by while O is not), so the exponentials are one
+ * straight block of code. A row that has seen only masked keys
  * keeps m = -inf and gets P = 0, as in online_softmax.
  * Source: Zadouri, Shah, Dao et al., FlashAttention-4 (2025), "conditional softmax rescaling"
  * (hopper/ and cute/ sources of Dao-AILab/flash-attention); the online softmax: Milakov and
@@ -715,7 +716,7 @@ static __device__ __forceinline__ attn_regions_ctx flash3_regions_start(const fl
 
 /* One rung: its number, its one idea (for --help and the ladder table), its kernels (NULL where
  * it does not run that head_dim), and its launch: a persistent grid or one block per query tile,
- * QB Q buffers; the combine kernels of a rung that splits over the keys (rungs 8-9; NULL on the
+ * QB Q buffers; the combine kernels of a rung that splits over the keys (rungs 8-11; NULL on the
  * others). Each rung file defines one (FLASH3_RUNG(1): flash3_rung_1 ...). */
 typedef struct {
     int number;
