@@ -19,7 +19,8 @@
  *   rung10_three_consumers.cu rung 8 + three consumer warpgroups (192x128 tiles, setmaxnreg
  *                        32 / 160, per-warpgroup causal bounds); head_dim 64 only
  *   rung11_lazy_rescale.cu rung 10 (head_dim 64) and rung 8 with its products in turns (128) + O
- *                        rescaled only when a row's max grows by more than 2^8, under the next S
+ *                        rescaled only when a row's max grows by more than 8 in log2 units (P
+ *                        would pass 2^8), in the next turn under S
  * Without --rung: the fastest rung at each shape (rung_for: rung 11, and rung 8 on the small grids
  * at head_dim 64).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
@@ -420,8 +421,8 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                      7  + the store's read waited for under the next S           64, 128\n"
     "                      8  + split over the keys where the grid is small, combine   64, 128\n"
     "                      9  + the next item's first S under this one's last P.V      64, 128\n"
-    "                     10  8 + three consumer warpgroups, 192x128 tiles              64\n"
-    "                     11  + O rescaled only if a row's max grows > 2^8, late      64, 128",
+    "                     10  8 + three consumer warpgroups, 192x128 tiles             64\n"
+    "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

@@ -1,10 +1,11 @@
 /* 07_hopper rung 11: rung 10 (head_dim 64) and rung 8 (head_dim 128) + O rescaled only when a
- * row's max grows by more than 2^8, and then under the next S.
+ * row's max grows by more than 8 in log2 units (P taken from the old max would pass 2^8), and
+ * then under the next S.
  * Each key tile ends, on rungs 2-10, with O *= alpha: 32 (head_dim 64) or 64 (128) multiplies per
  * thread, after the wait for the previous P.V and before the next one can be issued, so on the
  * path from one P.V to the next. Two changes take it off that path:
  *   - the running max moves only when some row of the warp grew by more than H3_RESCALE_LOG2
- *     (online_softmax_lazy, flash3.cuh): after the first tiles of a row that is rare, alpha is 1
+ *     in log2 units, S*c (online_softmax_lazy, flash3.cuh): after the first tiles of a row that is rare, alpha is 1
  *     and the rescale is skipped (a branch the whole warp takes alike);
  *   - where it is needed, it runs in the next turn, between the issue of S[n+1] and that of
  *     P[n].V[n]: under the product of S, not between two products.
@@ -281,7 +282,7 @@ FLASH3_KERNEL(flash3_fwd_combine_bf16_d128_r11_sm90a)(const __grid_constant__ fl
 }
 
 const flash3_rung FLASH3_RUNG(11) = {
-    11, "+ O rescaled only if a row's max grows > 2^8, late",
+    11, "+ O rescaled only when P would pass 2^8, under next S",
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_192x128_d64_r11_sm90a),
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d128_r11_sm90a),
     /* persistent */ 1, /* q_buffers */ 2,

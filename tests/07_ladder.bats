@@ -301,8 +301,8 @@ sass_waits() {
     printf '%s\n' "$output" | grep -qxF "                      7  + the store's read waited for under the next S           64, 128"
     printf '%s\n' "$output" | grep -qxF '                      8  + split over the keys where the grid is small, combine   64, 128'
     printf '%s\n' "$output" | grep -qxF "                      9  + the next item's first S under this one's last P.V      64, 128"
-    printf '%s\n' "$output" | grep -qxF "                     10  8 + three consumer warpgroups, 192x128 tiles              64"
-    printf '%s\n' "$output" | grep -qxF "                     11  + O rescaled only if a row's max grows > 2^8, late      64, 128"
+    printf '%s\n' "$output" | grep -qxF "                     10  8 + three consumer warpgroups, 192x128 tiles             64"
+    printf '%s\n' "$output" | grep -qxF "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128"
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
     # one line per rung file, each as bench/ladder.py reads it (number, idea, head_dims on one
     # line: a rung whose line wraps would be left out of make ladder's table)
