@@ -264,8 +264,9 @@ sass_waits() {
 # order: the O bits of the rung they build on (4 at head_dim 64, 3 at 128). Rung 8 does not split
 # there (1024 and 512 tiles), so it computes rung 7's items in rung 7's order. Nor does rung 10
 # (704 tiles of 192 rows), whose rows each walk the same key tiles with the same arithmetic in
-# other tiles: the same bits again, at head_dim 64.
-@test "07 ladder: rungs 5-10 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3" {
+# other tiles: the same bits again, at head_dim 64. Rung 11 takes its P from another offset (the
+# running max it keeps), so its bits are its own: PASS and its kernel, at both head_dims.
+@test "07 ladder: rungs 5-11 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3 (rung 11: its own)" {
     local d r base want got shape rungs
     for d in 64 128; do
         if [ "$d" = 64 ]; then shape=(4 8 4096 64); base=4; rungs="5 6 7 8 9 10"
@@ -284,6 +285,12 @@ sass_waits() {
             got=$(field o_hash)
             [ "$got" = "$want" ]
         done
+        rung_result "11 ${shape[*]} --seed 7"
+        echo "${shape[*]}: rung 11 $(field o_hash) $(field check)"
+        [ "$status" -eq 0 ]
+        [ "$(field check)" = PASS ]
+        assert_rel_l2_le 1e-2
+        assert_rung_kernel 11 "$d"
     done
 }
 
