@@ -10,8 +10,11 @@
  *                      flash3_section_item (longest-first in sections of heads that share the
  *                      L2; H3_L2_KV_BUDGET, flash3_l2_sections on the host)
  *   kv_stage, kv_phase the pipeline's stage / phase bookkeeping of the block's u-th key tile
- *   warp_release       the release sequence of a stage (one arrival per consumer warp)
- *   mask_tile, online_softmax, pack_p, rescale_o   the softmax of one S tile in registers
+ *   warp_release       the release sequence of a stage (one arrival per consumer warp);
+ *                      hand_back (a Q buffer back to the producer), skip_turn (a turn with
+ *                      nothing to issue)
+ *   mask_tile, mask_rows, online_softmax, online_softmax_lazy, pack_p, rescale_o   the softmax
+ *                      of one S tile in registers
  *   issue_qk, issue_pv the two products as wgmma groups
  *   store_o            the epilogue: O / l -> bf16 -> the item's Q buffer -> global memory;
  *                      store_o_tma the same with a TMA store from the Q buffer
@@ -393,6 +396,26 @@ static __device__ __forceinline__ void warp_release(uint32_t empty_bar)
     if ((threadIdx.x & 31) == 0) mbar_arrive(empty_bar);
 }
 
+/* Hands a Q buffer back to the producer (its Q empty mbarrier, q_empty_bar; rungs 9-11): once the
+ * TMA has read the rows of O stored from it (the storing thread's wait), this thread's ordinary
+ * accesses to it ordered before the producer's next TMA write, then one arrival per warp. */
+static __device__ __forceinline__ void hand_back(uint32_t q_empty_bar, attn_regions_ctx &rg)
+{
+    attn_region_begin(rg, ATTN_REGION_HANDOVER);
+    if ((threadIdx.x & 127) == 0) tma_store_wait_read();
+    fence_proxy_async_smem();
+    warp_release(q_empty_bar);
+    attn_region_end(rg, ATTN_REGION_HANDOVER);
+}
+
+/* One turn of a consumer warpgroup in the round-robin of turns (rungs 10-11: 0, 1, 2, 0, ...) with
+ * nothing to issue: its own barrier waited for, the next warpgroup's arrived at. */
+static __device__ __forceinline__ void skip_turn(uint32_t pp_mine, uint32_t pp_next)
+{
+    named_barrier_sync(pp_mine, 256);
+    named_barrier_arrive(pp_next, 256);
+}
+
 /* The wait for the previous tile's P.V inside the loop of rungs 2-9, once the softmax of the current
  * tile is done (l_run, this thread's parts of the row sums, is the last thing it computes): then O
  * and pk are free. The source puts it after the softmax, so that the softmax runs under that
@@ -433,6 +456,16 @@ static __device__ __forceinline__ void mask_tile(float (&sacc)[BN / 2], int row0
             for (int e = 0; e < 2; ++e)
                 if (8 * j + e >= limit) sacc[4 * j + 2 * h + e] = -INFINITY;
     }
+}
+
+/* mask_tile for this thread's rows of the warpgroup whose first row is r0 (rungs 10-11: the
+ * thread's row and column found from its index here, where they are needed, not held across the
+ * loop). */
+static __device__ __forceinline__ void mask_rows(float (&sacc)[H3_BLOCK_N / 2], int r0, int key0,
+                                                 int seq)
+{
+    const int lane = threadIdx.x & 31, w = (threadIdx.x & 127) >> 5;
+    mask_tile<H3_BLOCK_N>(sacc, r0 + 16 * w + (lane >> 2), key0, seq, lane & 3);
 }
 
 /* Online softmax of one S tile, one row h at a time (the quad, 4 lanes, holds a row): the new

@@ -40,23 +40,6 @@
 #define R10_PRODUCER_REGS 32                  /* 128 x 32 + 384 x 160 = 65536 */
 #define R10_CONSUMER_REGS 160
 
-/* One turn of warpgroup cwg in the round-robin (0, 1, 2, 0, ...) with nothing to issue: its own
- * barrier waited for, the next warpgroup's arrived at. */
-static __device__ __forceinline__ void skip_turn(uint32_t pp_mine, uint32_t pp_next)
-{
-    named_barrier_sync(pp_mine, 256);
-    named_barrier_arrive(pp_next, 256);
-}
-
-/* mask_tile for this thread's rows of the warpgroup whose first row is r0 (the thread's row and
- * column found from its index here, where they are needed, not held across the loop). */
-static __device__ __forceinline__ void mask_rows(float (&sacc)[H3_BLOCK_N / 2], int r0, int key0,
-                                                 int seq)
-{
-    const int lane = threadIdx.x & 31, w = (threadIdx.x & 127) >> 5;
-    mask_tile<H3_BLOCK_N>(sacc, r0 + 16 * w + (lane >> 2), key0, seq, lane & 3);
-}
-
 /* Consumer warpgroup cwg (0..2) on item it, as rung 8's consume_item (Q in buffer sQ, its full
  * barrier's parity q_parity; the item's key tile n is the block's key tile u0 + n; prev_q_empty
  * handed back under the first S), with the warpgroup's own causal bound: it computes key tiles
@@ -95,13 +78,7 @@ static __device__ __forceinline__ void consume_item(const flash3_params &p, cons
     if (n_tiles == 0) {
         /* no key tile of this item reaches these rows: the previous item's buffer handed back
          * now, and the turn of the item's first S skipped */
-        if (prev_q_empty) {
-            attn_region_begin(rg, ATTN_REGION_HANDOVER);
-            if ((threadIdx.x & 127) == 0) tma_store_wait_read();
-            fence_proxy_async_smem();
-            warp_release(prev_q_empty);
-            attn_region_end(rg, ATTN_REGION_HANDOVER);
-        }
+        if (prev_q_empty) hand_back(prev_q_empty, rg);
         attn_region_begin(rg, ATTN_REGION_WAIT_TURN);
         skip_turn(pp_mine, pp_next);
         attn_region_end(rg, ATTN_REGION_WAIT_TURN);
@@ -122,13 +99,7 @@ static __device__ __forceinline__ void consume_item(const flash3_params &p, cons
             attn_region_begin(rg, ATTN_REGION_S);
             issue_qk<D, BM>(sacc, q_desc, k_desc, (uint32_t)s0 * KV_BYTES);
             named_barrier_arrive(pp_next, 256);   /* the next one's turn */
-            if (prev_q_empty) {
-                attn_region_begin(rg, ATTN_REGION_HANDOVER);
-                if ((threadIdx.x & 127) == 0) tma_store_wait_read();
-                fence_proxy_async_smem();
-                warp_release(prev_q_empty);
-                attn_region_end(rg, ATTN_REGION_HANDOVER);
-            }
+            if (prev_q_empty) hand_back(prev_q_empty, rg);
             wgmma_wait<0>();
             wgmma_fence_regs(sacc);
             attn_region_end(rg, ATTN_REGION_S);

@@ -39,34 +39,6 @@
 #define R11_BLOCK_M(D)  (64 * R11_CONSUMERS(D))
 #define R11_THREADS(D)  (128 * (1 + R11_CONSUMERS(D)))
 
-/* One turn of warpgroup cwg in the round-robin with nothing to issue: its own barrier waited for,
- * the next warpgroup's arrived at. */
-static __device__ __forceinline__ void skip_turn(uint32_t pp_mine, uint32_t pp_next)
-{
-    named_barrier_sync(pp_mine, 256);
-    named_barrier_arrive(pp_next, 256);
-}
-
-/* mask_tile for this thread's rows of the warpgroup whose first row is r0. */
-static __device__ __forceinline__ void mask_rows(float (&sacc)[H3_BLOCK_N / 2], int r0, int key0,
-                                                 int seq)
-{
-    const int lane = threadIdx.x & 31, w = (threadIdx.x & 127) >> 5;
-    mask_tile<H3_BLOCK_N>(sacc, r0 + 16 * w + (lane >> 2), key0, seq, lane & 3);
-}
-
-/* Hands the previous item's Q buffer back (its Q empty mbarrier): once the TMA has read the rows
- * of O stored from it, this thread's accesses ordered before the producer's next TMA write, one
- * arrival per warp. */
-static __device__ __forceinline__ void hand_back(uint32_t prev_q_empty, attn_regions_ctx &rg)
-{
-    attn_region_begin(rg, ATTN_REGION_HANDOVER);
-    if ((threadIdx.x & 127) == 0) tma_store_wait_read();
-    fence_proxy_async_smem();
-    warp_release(prev_q_empty);
-    attn_region_end(rg, ATTN_REGION_HANDOVER);
-}
-
 /* Consumer warpgroup cwg on item it, as rung 10's consume_item (Q in buffer sQ, its full
  * barrier's parity q_parity; the item's key tile n is the block's key tile u0 + n; prev_q_empty
  * handed back under the first S; its own causal bound n_tiles, every key tile of the item

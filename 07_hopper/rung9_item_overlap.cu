@@ -39,18 +39,6 @@ static __device__ __forceinline__ void epilogue(const flash3_params &p, const sp
         store_o_partial<D>(p, si, cwg, o, m, l);
 }
 
-/* Hands a Q buffer back to the producer (its Q empty mbarrier, q_empty_bar): once the TMA has read
- * the rows of O stored from it (the storing thread's wait), this thread's ordinary accesses to it
- * ordered before the producer's next TMA write, then one arrival per warp. */
-static __device__ __forceinline__ void hand_back(uint32_t q_empty_bar, attn_regions_ctx &rg)
-{
-    attn_region_begin(rg, ATTN_REGION_HANDOVER);
-    if ((threadIdx.x & 127) == 0) tma_store_wait_read();
-    fence_proxy_async_smem();
-    warp_release(q_empty_bar);
-    attn_region_end(rg, ATTN_REGION_HANDOVER);
-}
-
 /* The stream's next key tile after tile n of item j (the block's tile u): n + 1 of the same item,
  * or, after an item's last tile, tile 0 of the next item, with the finished item kept as prev
  * (prev_j, its row max and sum in m_prev, l_prev, the running ones reset). False when the block
