@@ -92,7 +92,7 @@
 #define H3_PRODUCER_REGS 24
 #define H3_CONSUMER_REGS 240
 
-/* One work item of a split over the keys (rungs 8-11, flash3_split.h): query tile m_blk of (batch,
+/* One work item of a split over the keys (rungs 8-12, flash3_split.h): query tile m_blk of (batch,
  * head) bh against key tiles n_begin .. n_end-1 only. slot < 0: the item is the tile's whole key
  * range, and its O goes to p.o as in rung 7; else its partial O (fp32, divided by its own row
  * sums) and log-sum-exp go to slot `slot` of p.o_part and p.lse_part, and the combine kernel
@@ -114,7 +114,7 @@ typedef struct {
     int bh_count, q_tiles;     /* batch*heads; query tiles per head (persistent grid's work) */
     int l2_sections;           /* 1 .. bh_count: the sections of heads of flash3_section_item */
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
-    /* rungs 8-11 with a split over the keys (NULL otherwise): block b's items are
+    /* rungs 8-12 with a split over the keys (NULL otherwise): block b's items are
      * work[work_first[b] .. work_first[b+1]-1], in that order; partial O
      * [slot][BLOCK_M][head_dim] and log-sum-exp (log2 units) [slot][BLOCK_M], fp32 */
     const flash3_work *work;
@@ -213,7 +213,7 @@ typedef struct {
 } flash3_item;
 
 /* The first row of query tile m_blk of bm rows. With bm = H3_BLOCK_M: m_blk * bm. With bm = 192
- * (rung 10, rung 11 at head_dim 64), where seq is rarely a multiple of the tile, the tiles are
+ * (rung 10, rungs 11-12 at head_dim 64), where seq is rarely a multiple of the tile, the tiles are
  * shifted up by the largest multiple of 64 rows that the last one would hang past seq: tile 0
  * then starts before row 0 (a warpgroup whose 64 rows all lie before it has nothing to do; TMA
  * fills rows outside the tensor with zeros and does not store them), so that the rows with no work sit in the cheapest tile,
@@ -442,8 +442,9 @@ static __device__ __forceinline__ bool tile_needs_mask(int key0, int r0, int seq
 }
 
 /* Mask by assignment (-inf): key col is visible to row iff col <= row and col < seq. row0 is the
- * global row of this thread's h = 0 (h = 1 is row0 + 8), key0 the tile's first key. */
-template <int BN>
+ * global row of this thread's h = 0 (h = 1 is row0 + 8), key0 the tile's first key; the tile's
+ * first COLS columns (rung 12's half tile: 64). */
+template <int BN, int COLS = BN>
 static __device__ __forceinline__ void mask_tile(float (&sacc)[BN / 2], int row0, int key0, int seq,
                                                  int t)
 {
@@ -451,21 +452,22 @@ static __device__ __forceinline__ void mask_tile(float (&sacc)[BN / 2], int row0
     for (int h = 0; h < 2; ++h) {
         const int limit = causal_mask_limit(row0 + 8 * h, seq, key0, t);
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j)
+        for (int j = 0; j < COLS / 8; ++j)
 #pragma unroll
             for (int e = 0; e < 2; ++e)
                 if (8 * j + e >= limit) sacc[4 * j + 2 * h + e] = -INFINITY;
     }
 }
 
-/* mask_tile for this thread's rows of the warpgroup whose first row is r0 (rungs 10-11: the
+/* mask_tile for this thread's rows of the warpgroup whose first row is r0 (rungs 10-12: the
  * thread's row and column found from its index here, where they are needed, not held across the
  * loop). */
+template <int COLS = H3_BLOCK_N>
 static __device__ __forceinline__ void mask_rows(float (&sacc)[H3_BLOCK_N / 2], int r0, int key0,
                                                  int seq)
 {
     const int lane = threadIdx.x & 31, w = (threadIdx.x & 127) >> 5;
-    mask_tile<H3_BLOCK_N>(sacc, r0 + 16 * w + (lane >> 2), key0, seq, lane & 3);
+    mask_tile<H3_BLOCK_N, COLS>(sacc, r0 + 16 * w + (lane >> 2), key0, seq, lane & 3);
 }
 
 /* Online softmax of one S tile, one row h at a time (the quad, 4 lanes, holds a row): the new
@@ -508,7 +510,7 @@ static __device__ __forceinline__ void online_softmax(float (&sacc)[BN / 2], flo
  * (O = sum P.V / sum P for any common offset). FlashAttention-4's choice. */
 #define H3_RESCALE_LOG2 8.0f
 
-/* online_softmax with a running max that moves only when it must (rung 11): the tile's row
+/* online_softmax with a running max that moves only when it must (rungs 11-12): the tile's row
  * maxima are found first; if no row of the warp grew by more than H3_RESCALE_LOG2 the running
  * maxima stay where they are, alpha = 1 exactly and the function returns false: the caller skips
  * the rescale of O (one branch, the same for the warp). Otherwise every row of the warp moves to
@@ -516,11 +518,12 @@ static __device__ __forceinline__ void online_softmax(float (&sacc)[BN / 2], flo
  * so O's rescale is a warp-uniform branch; alpha is computed either way (ex2.approx of 0 where the
  * max stays: 1, which l_run is multiplied by while O is not), so the exponentials are one
  * straight block of code. A row that has seen only masked keys
- * keeps m = -inf and gets P = 0, as in online_softmax.
+ * keeps m = -inf and gets P = 0, as in online_softmax. COLS: the tile's first COLS columns only
+ * (rung 12's half tile: 64), the rest neither read nor written.
  * Source: Zadouri, Shah, Dao et al., FlashAttention-4 (2025), "conditional softmax rescaling"
  * (hopper/ and cute/ sources of Dao-AILab/flash-attention); the online softmax: Milakov and
  * Gimelshein 2018. */
-template <int BN>
+template <int BN, int COLS = BN>
 static __device__ __forceinline__ bool online_softmax_lazy(float (&sacc)[BN / 2], float (&m_run)[2],
                                                            float (&l_run)[2], float (&alpha)[2], float c)
 {
@@ -529,7 +532,7 @@ static __device__ __forceinline__ bool online_softmax_lazy(float (&sacc)[BN / 2]
     for (int h = 0; h < 2; ++h) {
         float m = m_run[h];
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j)
+        for (int j = 0; j < COLS / 8; ++j)
             m = fmaxf(m, fmaxf(sacc[4 * j + 2 * h], sacc[4 * j + 2 * h + 1]));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m_new[h] = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
@@ -547,7 +550,7 @@ static __device__ __forceinline__ bool online_softmax_lazy(float (&sacc)[BN / 2]
         m_run[h] = m_keep;
         float sum = 0.f;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
+        for (int j = 0; j < COLS / 8; ++j) {
             const float p0 = exp2_approx(fmaf(sacc[4 * j + 2 * h], c, -m_c));
             const float p1 = exp2_approx(fmaf(sacc[4 * j + 2 * h + 1], c, -m_c));
             sum += p0 + p1;
@@ -560,12 +563,13 @@ static __device__ __forceinline__ bool online_softmax_lazy(float (&sacc)[BN / 2]
 }
 
 /* P (fp32, the S accumulator layout) -> the A operand of P.V: k-step k takes accumulator
- * registers 8k..8k+7 (keys 16k..16k+15) packed in pairs to bf16x2 (wgmma.cuh). */
-template <int BN>
+ * registers 8k..8k+7 (keys 16k..16k+15) packed in pairs to bf16x2 (wgmma.cuh); the k-steps of
+ * the first COLS keys. */
+template <int BN, int COLS = BN>
 static __device__ __forceinline__ void pack_p(const float (&sacc)[BN / 2], uint32_t (&pk)[BN / 16][4])
 {
 #pragma unroll
-    for (int k = 0; k < BN / 16; ++k)
+    for (int k = 0; k < COLS / 16; ++k)
 #pragma unroll
         for (int i = 0; i < 4; ++i)
             pk[k][i] = bf16x2_bits(__floats2bfloat162_rn(sacc[8 * k + 2 * i], sacc[8 * k + 2 * i + 1]));
@@ -603,15 +607,33 @@ static __device__ __forceinline__ void issue_qk(float (&sacc)[H3_BLOCK_N / 2], u
     wgmma_commit();
 }
 
-/* O += P.V for one key tile: BLOCK_N/16 k-steps, A = P from registers, B = V rows 16k..16k+15
- * (2048 bytes a step inside each panel); one group, not waited for. */
-template <int D>
+/* issue_qk for the tile's first 64 keys only (rung 12's half tile): S[:, 0..63] into
+ * sacc[0..31] (the accumulator layout of 64 columns is the first half of 128's), m64n64k16. */
+template <int D, int BM = H3_BLOCK_M>
+static __device__ __forceinline__ void issue_qk_half(float (&sacc)[H3_BLOCK_N / 2], uint64_t q_desc,
+                                                     uint64_t k_desc, uint32_t kv_off)
+{
+    float (&s64)[32] = *(float (*)[32])sacc;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t q_off = (uint32_t)((kk / 4) * BM * 128 + (kk % 4) * 32);
+        const uint32_t k_off = kv_off + (uint32_t)((kk / 4) * H3_BLOCK_N * 128 + (kk % 4) * 32);
+        wgmma_m64n64k16_ss(s64, q_desc + (q_off >> 4), k_desc + (k_off >> 4), kk > 0);
+    }
+    wgmma_commit();
+}
+
+/* O += P.V for one key tile: KEYS/16 k-steps (the tile's first KEYS keys: all BLOCK_N but on
+ * rung 12's half tile), A = P from registers, B = V rows 16k..16k+15 (2048 bytes a step inside
+ * each panel); one group, not waited for. */
+template <int D, int KEYS = H3_BLOCK_N>
 static __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const uint32_t (&pk)[H3_BLOCK_N / 16][4],
                                                 uint64_t v_desc, uint32_t kv_off)
 {
     wgmma_fence();                            /* O and P were written by ordinary code */
 #pragma unroll
-    for (int k = 0; k < H3_BLOCK_N / 16; ++k) {
+    for (int k = 0; k < KEYS / 16; ++k) {
         const uint32_t v_off = kv_off + (uint32_t)k * 2048u;
         if constexpr (D == 64)
             wgmma_m64n64k16_rs(o, pk[k], v_desc + (v_off >> 4), 1);
@@ -749,7 +771,7 @@ static __device__ __forceinline__ attn_regions_ctx flash3_regions_start(const fl
 
 /* One rung: its number, its one idea (for --help and the ladder table), its kernels (NULL where
  * it does not run that head_dim), and its launch: a persistent grid or one block per query tile,
- * QB Q buffers; the combine kernels of a rung that splits over the keys (rungs 8-11; NULL on the
+ * QB Q buffers; the combine kernels of a rung that splits over the keys (rungs 8-12; NULL on the
  * others). Each rung file defines one (FLASH3_RUNG(1): flash3_rung_1 ...). */
 typedef struct {
     int number;
@@ -760,11 +782,12 @@ typedef struct {
     const void *combine_d64, *combine_d128;   /* __global__ void k(const flash3_combine_params) */
     int block_m;               /* query rows of a tile, 64 per consumer warpgroup: H3_BLOCK_M, or
                                 * 192 (rungs 10, 11: three consumers); 128 * (1 + block_m / 64) threads */
-    int block_m_d128;          /* at head_dim 128, where it differs (rung 11); 0: block_m */
+    int block_m_d128;          /* at head_dim 128, where it differs (rungs 11-12); 0: block_m */
 } flash3_rung;
 
 extern const flash3_rung FLASH3_RUNG(1), FLASH3_RUNG(2), FLASH3_RUNG(3), FLASH3_RUNG(4),
                          FLASH3_RUNG(5), FLASH3_RUNG(6), FLASH3_RUNG(7),
-                         FLASH3_RUNG(8), FLASH3_RUNG(9), FLASH3_RUNG(10), FLASH3_RUNG(11);
+                         FLASH3_RUNG(8), FLASH3_RUNG(9), FLASH3_RUNG(10), FLASH3_RUNG(11),
+                         FLASH3_RUNG(12);
 
 #endif

@@ -21,8 +21,10 @@
  *   rung11_lazy_rescale.cu rung 10 (head_dim 64) and rung 8 with its products in turns (128) + O
  *                        rescaled only when a row's max grows by more than 8 in log2 units (P
  *                        would pass 2^8), in the next turn under S
- * Without --rung: the fastest rung at each shape (rung_for: rung 11, and rung 8 on the small grids
- * at head_dim 64).
+ *   rung12_half_diagonal.cu + a warpgroup's last key tile at half width where the causal mask
+ *                        leaves half of it empty for all its rows
+ * Without --rung: the fastest rung at each shape (rung_for: rung 12 at head_dim 64, rung 8 on
+ * its small grids, rung 11 at head_dim 128).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
  * This file is the stage: --rung, the TMA tensor maps, the launch of the chosen rung's kernel.
@@ -30,7 +32,7 @@
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128 (rungs 4 and 10: 64), any
- * seq >= 1. One launch per forward, no extra device memory; rungs 8-11 where they split: two
+ * seq >= 1. One launch per forward, no extra device memory; rungs 8-12 where they split: two
  * launches and the plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
  * on compute capability 9.0 alone; the Makefile's 07_hopper_ARCH).
  *
@@ -57,7 +59,8 @@
 static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &FLASH3_RUNG(3),
                                             &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6),
                                             &FLASH3_RUNG(7), &FLASH3_RUNG(8), &FLASH3_RUNG(9),
-                                            &FLASH3_RUNG(10), &FLASH3_RUNG(11) };
+                                            &FLASH3_RUNG(10), &FLASH3_RUNG(11),
+                                            &FLASH3_RUNG(12) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
@@ -75,7 +78,7 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
     return head_dim == 64 ? r->kernel_d64 : r->kernel_d128;
 }
 
-/* Query rows of the rung's tile at head_dim (rung 11's differ between 64 and 128). */
+/* Query rows of the rung's tile at head_dim (rungs 11-12: they differ between 64 and 128). */
 static int block_m_of(const flash3_rung *r, int head_dim)
 {
     return head_dim == 128 && r->block_m_d128 ? r->block_m_d128 : r->block_m;
@@ -101,12 +104,13 @@ static int q_tiles_for(const flash3_rung *r, const attn_shape *s)
 
 /* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
  * at the bench shapes and over the sweep (07_hopper/ladder/, docs/perf-notes.md has each rung's
- * measurements). At head_dim 64 that depends on the grid: rung 11's 192-row tiles where
+ * measurements). At head_dim 64 that depends on the grid: rung 12's 192-row tiles where
  * batch x heads x its query tiles fill the SMs; below that (a small grid, split over the keys)
  * rung 8's 128-row tiles, where each block's one item is not shared by three warpgroups taking
  * turns. Kept per head_dim: for a while rung 6 was the fastest at head_dim 64 and rung 5 at 128,
- * and rung 10 runs head_dim 64 only. */
-#define H3_DEFAULT_RUNG_D64       11
+ * rung 10 runs head_dim 64 only, and rung 12 is rung 11's equal or better at head_dim 64 but
+ * slower at 128's long sequences. */
+#define H3_DEFAULT_RUNG_D64       12
 #define H3_DEFAULT_RUNG_D64_SMALL 8
 #define H3_DEFAULT_RUNG_D128      11
 
@@ -145,8 +149,8 @@ typedef struct {
     const void *q, *k, *v, *o;
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
-    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-11) */
-    flash3_split_plan plan;    /* rungs 8-11: the split for this shape (plan.chunk 0: none) */
+    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-12) */
+    flash3_split_plan plan;    /* rungs 8-12: the split for this shape (plan.chunk 0: none) */
     void *split_mem;           /* its device copy and the partials (flash3_split_bytes) */
     flash3_work *d_work;
     int *d_first;
@@ -238,7 +242,7 @@ static int device_sms(void)
     return sms;
 }
 
-/* rungs 8-11's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
+/* rungs 8-12's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
  * where it does not split). Exits 1 if host memory runs out. */
 static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
 {
@@ -251,7 +255,7 @@ static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
     }
 }
 
-/* Device bytes beyond Q, K, V, O: rungs 8-11's plan and partials where they split, else none. */
+/* Device bytes beyond Q, K, V, O: rungs 8-12's plan and partials where they split, else none. */
 static size_t flash3_extra_bytes(const attn_shape *s)
 {
     flash3_split_plan pl;
@@ -279,7 +283,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
     }
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
         snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
-                 "1-3, 5-9 and 11 run 64 and 128)", r->number, s->head_dim);
+                 "1-3, 5-9, 11 and 12 run 64 and 128)", r->number, s->head_dim);
         return 1;
     }
     return tiled_supports(&l, s, prop, why, why_len);
@@ -329,7 +333,7 @@ static void *flash3_setup(attn_problem *p)
 
 /* One launch of the rung's kernel: grid (batch*heads, query tiles), or min(SMs, query tiles x
  * batch*heads) blocks for a persistent rung; 128 per warpgroup (384, or 512 with three consumer
- * warpgroups: rung 10, and rung 11 at head_dim 64). */
+ * warpgroups: rung 10, and rungs 11-12 at head_dim 64). */
 static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;
@@ -367,7 +371,7 @@ static void flash3_forward(attn_problem *p)
     CUDA_CHECK(cudaLaunchKernel(rung_kernel(r, s->head_dim), grid, dim3(threads_for(r, s->head_dim)), args,
                                 smem_for(r, s->head_dim), p->stream));
     if (st->plan.n_combine) {
-        /* rungs 8-11: the split tiles' partials into O (256 threads: 8 columns each, rows of
+        /* rungs 8-12: the split tiles' partials into O (256 threads: 8 columns each, rows of
          * 256 / (head_dim / 8) a block) */
         flash3_combine_params cp;
         cp.tiles = st->d_combine;
@@ -422,7 +426,8 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                      8  + split over the keys where the grid is small, combine   64, 128\n"
     "                      9  + the next item's first S under this one's last P.V      64, 128\n"
     "                     10  8 + three consumer warpgroups, 192x128 tiles             64\n"
-    "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128",
+    "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128\n"
+    "                     12  + the masked half of the diagonal tile skipped          64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,
