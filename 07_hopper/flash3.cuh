@@ -396,7 +396,7 @@ static __device__ __forceinline__ void warp_release(uint32_t empty_bar)
     if ((threadIdx.x & 31) == 0) mbar_arrive(empty_bar);
 }
 
-/* Hands a Q buffer back to the producer (its Q empty mbarrier, q_empty_bar; rungs 9-11): once the
+/* Hands a Q buffer back to the producer (its Q empty mbarrier, q_empty_bar; rungs 9-12): once the
  * TMA has read the rows of O stored from it (the storing thread's wait), this thread's ordinary
  * accesses to it ordered before the producer's next TMA write, then one arrival per warp. */
 static __device__ __forceinline__ void hand_back(uint32_t q_empty_bar, attn_regions_ctx &rg)
@@ -408,7 +408,7 @@ static __device__ __forceinline__ void hand_back(uint32_t q_empty_bar, attn_regi
     attn_region_end(rg, ATTN_REGION_HANDOVER);
 }
 
-/* One turn of a consumer warpgroup in the round-robin of turns (rungs 10-11: 0, 1, 2, 0, ...) with
+/* One turn of a consumer warpgroup in the round-robin of turns (rungs 10-12: 0, 1, 2, 0, ...) with
  * nothing to issue: its own barrier waited for, the next warpgroup's arrived at. */
 static __device__ __forceinline__ void skip_turn(uint32_t pp_mine, uint32_t pp_next)
 {
@@ -781,7 +781,7 @@ typedef struct {
     int q_buffers;
     const void *combine_d64, *combine_d128;   /* __global__ void k(const flash3_combine_params) */
     int block_m;               /* query rows of a tile, 64 per consumer warpgroup: H3_BLOCK_M, or
-                                * 192 (rungs 10, 11: three consumers); 128 * (1 + block_m / 64) threads */
+                                * 192 (rungs 10-12: three consumers); 128 * (1 + block_m / 64) threads */
     int block_m_d128;          /* at head_dim 128, where it differs (rungs 11-12); 0: block_m */
 } flash3_rung;
 

@@ -427,7 +427,7 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                      9  + the next item's first S under this one's last P.V      64, 128\n"
     "                     10  8 + three consumer warpgroups, 192x128 tiles             64\n"
     "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128\n"
-    "                     12  + the masked half of the diagonal tile skipped          64, 128",
+    "                     12  + the masked half of the diagonal tile skipped           64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

@@ -337,7 +337,7 @@ sass_waits() {
     printf '%s\n' "$output" | grep -qxF "                      9  + the next item's first S under this one's last P.V      64, 128"
     printf '%s\n' "$output" | grep -qxF "                     10  8 + three consumer warpgroups, 192x128 tiles             64"
     printf '%s\n' "$output" | grep -qxF "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128"
-    printf '%s\n' "$output" | grep -qxF "                     12  + the masked half of the diagonal tile skipped          64, 128"
+    printf '%s\n' "$output" | grep -qxF "                     12  + the masked half of the diagonal tile skipped           64, 128"
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
     # one line per rung file, each as bench/ladder.py reads it (number, idea, head_dims on one
     # line: a rung whose line wraps would be left out of make ladder's table)
