@@ -213,14 +213,15 @@ load_run() {
         printf '%s\n' "$output" | grep -qE "^  O\+=PV +-$val\$"
         printf '%s\n' "$output" | grep -qE "^  waited +[0-9.]+%$pct\$"
         # the regions build ran the rung --rung chose: a "wait turn" row (ping-pong) and a
-        # "hand-over" row (persistent) exactly when that rung's file stamps them
+        # "hand-over" row (persistent) exactly when that rung's file stamps them (the hand-over
+        # directly, or through flash3.cuh's hand_back)
         f=$(ls "$ROOT"/07_hopper/rung${r}_*.cu)
         if grep -q 'ATTN_REGION_WAIT_TURN' "$f"; then
             printf '%s\n' "$output" | grep -qE '^  wait turn +- '
         else
             [ "$(printf '%s\n' "$output" | grep -c '^  wait turn ')" -eq 0 ]
         fi
-        if grep -q 'ATTN_REGION_HANDOVER' "$f"; then
+        if grep -qE 'ATTN_REGION_HANDOVER|hand_back\(' "$f"; then
             printf '%s\n' "$output" | grep -qE '^  hand-over +- '
         else
             [ "$(printf '%s\n' "$output" | grep -c '^  hand-over ')" -eq 0 ]
