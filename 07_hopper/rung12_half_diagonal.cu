@@ -8,7 +8,7 @@
  * head_dim 128, S[:, 0..63] alone with m64n64k16 (issue_qk_half). On an item of n > 1 key tiles
  * that is 1/(4n) to 1/(2n) less of that warpgroup's tensor work, and half a tile of
  * exponentials; where the half tile is the item's only one (n = 1), only P.V is halved (a half
- * first tile as well serializes the head_dim-128 kernel's wgmma, below).
+ * first tile as well serializes the head_dim-128 kernel's wgmma: ptxas C7511, as below).
  * At head_dim 64 S stays whole: with a half-width S as well, ptxas serializes the kernel's wgmma
  * (C7511, "insufficient register resources for the wgmma pipeline": the three consumer
  * warpgroups' 160 registers a thread are spent). The half tile's steps are their own copies of
