@@ -175,32 +175,26 @@ rung_checks() {
     done
 }
 
-# Rung 9 computes rung 8's items with rung 8's arithmetic in the same order (only when each
-# item's first S is issued changes), so at seq 1000, which rung 8 splits, it writes rung 8's O.
-@test "07 ladder: rung 9 writes the same O bits as rung 8 at seq 1000, each head_dim" {
+# same_o_bits BASE RUNG: at seq 1000, each head_dim, RUNG's rung_case wrote BASE's O (o_hash).
+same_o_bits() {
     local d want got
     for d in 64 128; do
-        want=$(cat "$BATS_FILE_TMPDIR/o_hash.r8.d$d")
-        got=$(cat "$BATS_FILE_TMPDIR/o_hash.r9.d$d")
-        echo "head_dim $d rung 9: $got (rung 8: $want)"
+        want=$(cat "$BATS_FILE_TMPDIR/o_hash.r$1.d$d")
+        got=$(cat "$BATS_FILE_TMPDIR/o_hash.r$2.d$d")
+        echo "head_dim $d rung $2: $got (rung $1: $want)"
         [ -n "$want" ]
         [ "$got" = "$want" ]
     done
 }
 
+# Rung 9 computes rung 8's items with rung 8's arithmetic in the same order (only when each
+# item's first S is issued changes), so at seq 1000, which rung 8 splits, it writes rung 8's O.
+@test "07 ladder: rung 9 writes the same O bits as rung 8 at seq 1000, each head_dim" { same_o_bits 8 9; }
+
 # Rung 12 leaves out of rung 11's arithmetic only terms that are exactly 0 (P of the masked half
 # of a diagonal tile, and its products with V; fp32 sums that gain +0 do not change), so at seq
 # 1000 it writes rung 11's O bit for bit.
-@test "07 ladder: rung 12 writes the same O bits as rung 11 at seq 1000, each head_dim" {
-    local d want got
-    for d in 64 128; do
-        want=$(cat "$BATS_FILE_TMPDIR/o_hash.r11.d$d")
-        got=$(cat "$BATS_FILE_TMPDIR/o_hash.r12.d$d")
-        echo "head_dim $d rung 12: $got (rung 11: $want)"
-        [ -n "$want" ]
-        [ "$got" = "$want" ]
-    done
-}
+@test "07 ladder: rung 12 writes the same O bits as rung 11 at seq 1000, each head_dim" { same_o_bits 11 12; }
 
 # The overlap inside a warpgroup, in the SASS: from rung 2 on, each key tile's S and the previous
 # tile's P.V are issued together, S is waited for (WARPGROUP.DEPBAR.LE gsb0, 0x1), the softmax runs,
