@@ -1,4 +1,4 @@
-/* flash3_split.cuh: the device side of the split over the keys (rungs 8-12; the host plan is
+/* flash3_split.cuh: the device side of the split over the keys (rungs 8-13; the host plan is
  * flash3_split.h): the work items of a block (p.work where the host split the keys, else
  * flash3_section_item), a chunk's partial epilogue, and the combine kernel's rows. Written once
  * here so that the rungs that split differ only by their own idea; the producer (split_producer)
@@ -117,7 +117,7 @@ static __device__ __forceinline__ void combine_rows(const flash3_combine_params 
     *(uint4 *)(cp.o + ((size_t)ct.bh * cp.seq + row) * D + col) = out;
 }
 
-/* The producer of a rung that splits (rungs 8-12; BM: its query tile's rows): one thread of
+/* The producer of a rung that splits (rungs 8-13; BM: its query tile's rows): one thread of
  * warpgroup 0. Per work item j
  * (next_item): Q into buffer j % 2 (once the consumers have let go of item j - 2's), then for each
  * key tile n of the item the K tile and the V tile into the next stage, each as soon as the

@@ -23,8 +23,10 @@
  *                        would pass 2^8), in the next turn under S
  *   rung12_half_diagonal.cu + a warpgroup's last key tile at half width where the causal mask
  *                        leaves half of it empty for all its rows
- * Without --rung: the fastest rung at each shape (rung_for: rung 12 at head_dim 64, rung 8 on
- * its small grids, rung 11 at head_dim 128).
+ *   rung13_dependent_launch.cu + programmatic dependent launch: the next kernel's launch and
+ *                        set-up under the tail of the one before (griddepcontrol)
+ * Without --rung: the fastest rung at each shape (rung_for: rung 13, and rung 8 on the small
+ * grids of head_dim 64).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
  * This file is the stage: --rung, the TMA tensor maps, the launch of the chosen rung's kernel.
@@ -32,7 +34,7 @@
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128 (rungs 4 and 10: 64), any
- * seq >= 1. One launch per forward, no extra device memory; rungs 8-12 where they split: two
+ * seq >= 1. One launch per forward, no extra device memory; rungs 8-13 where they split: two
  * launches and the plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
  * on compute capability 9.0 alone; the Makefile's 07_hopper_ARCH).
  *
@@ -60,7 +62,7 @@ static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &F
                                             &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6),
                                             &FLASH3_RUNG(7), &FLASH3_RUNG(8), &FLASH3_RUNG(9),
                                             &FLASH3_RUNG(10), &FLASH3_RUNG(11),
-                                            &FLASH3_RUNG(12) };
+                                            &FLASH3_RUNG(12), &FLASH3_RUNG(13) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
@@ -78,7 +80,7 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
     return head_dim == 64 ? r->kernel_d64 : r->kernel_d128;
 }
 
-/* Query rows of the rung's tile at head_dim (rungs 11-12: they differ between 64 and 128). */
+/* Query rows of the rung's tile at head_dim (rungs 11-13: they differ between 64 and 128). */
 static int block_m_of(const flash3_rung *r, int head_dim)
 {
     return head_dim == 128 && r->block_m_d128 ? r->block_m_d128 : r->block_m;
@@ -104,15 +106,16 @@ static int q_tiles_for(const flash3_rung *r, const attn_shape *s)
 
 /* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
  * at the bench shapes and over the sweep (07_hopper/ladder/, docs/perf-notes.md has each rung's
- * measurements). At head_dim 64 that depends on the grid: rung 12's 192-row tiles where
+ * measurements). At head_dim 64 that depends on the grid: rung 13's 192-row tiles where
  * batch x heads x its query tiles fill the SMs; below that (a small grid, split over the keys)
  * rung 8's 128-row tiles, where each block's one item is not shared by three warpgroups taking
  * turns. Kept per head_dim: for a while rung 6 was the fastest at head_dim 64 and rung 5 at 128,
- * rung 10 runs head_dim 64 only, and rung 12 is rung 11's equal or better at head_dim 64 but
- * slower at 128's long sequences. */
-#define H3_DEFAULT_RUNG_D64       12
+ * and rung 10 runs head_dim 64 only. At head_dim 128 rung 13 is ahead of rung 11 at short
+ * sequences and about 1% behind it at the longest (rung 12's half tile costs there what the
+ * dependent launch saves). */
+#define H3_DEFAULT_RUNG_D64       13
 #define H3_DEFAULT_RUNG_D64_SMALL 8
-#define H3_DEFAULT_RUNG_D128      11
+#define H3_DEFAULT_RUNG_D128      13
 
 #define H3_STR_(x) #x
 #define H3_STR(x)  H3_STR_(x)
@@ -149,8 +152,8 @@ typedef struct {
     const void *q, *k, *v, *o;
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
-    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-12) */
-    flash3_split_plan plan;    /* rungs 8-12: the split for this shape (plan.chunk 0: none) */
+    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-13) */
+    flash3_split_plan plan;    /* rungs 8-13: the split for this shape (plan.chunk 0: none) */
     void *split_mem;           /* its device copy and the partials (flash3_split_bytes) */
     flash3_work *d_work;
     int *d_first;
@@ -242,7 +245,7 @@ static int device_sms(void)
     return sms;
 }
 
-/* rungs 8-12's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
+/* rungs 8-13's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
  * where it does not split). Exits 1 if host memory runs out. */
 static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
 {
@@ -255,7 +258,7 @@ static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
     }
 }
 
-/* Device bytes beyond Q, K, V, O: rungs 8-12's plan and partials where they split, else none. */
+/* Device bytes beyond Q, K, V, O: rungs 8-13's plan and partials where they split, else none. */
 static size_t flash3_extra_bytes(const attn_shape *s)
 {
     flash3_split_plan pl;
@@ -283,7 +286,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
     }
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
         snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
-                 "1-3, 5-9, 11 and 12 run 64 and 128)", r->number, s->head_dim);
+                 "1-3, 5-9 and 11-13 run 64 and 128)", r->number, s->head_dim);
         return 1;
     }
     return tiled_supports(&l, s, prop, why, why_len);
@@ -331,9 +334,33 @@ static void *flash3_setup(attn_problem *p)
     return st;
 }
 
+/* Launches kernel fn of rung r on stream st: with programmatic dependent launch where the rung's
+ * kernels wait for the kernel ahead themselves (rung 13: cudaLaunchKernelExC with
+ * cudaLaunchAttributeProgrammaticStreamSerialization; CUDA C++ Programming Guide, "Programmatic
+ * Dependent Launch and Synchronization"), else a plain cudaLaunchKernel. */
+static void launch_kernel(const flash3_rung *r, const void *fn, dim3 grid, dim3 block, void **args,
+                          size_t smem, cudaStream_t st)
+{
+    if (!r->dependent_launch) {
+        CUDA_CHECK(cudaLaunchKernel(fn, grid, block, args, smem, st));
+        return;
+    }
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelExC(&cfg, fn, args));
+}
+
 /* One launch of the rung's kernel: grid (batch*heads, query tiles), or min(SMs, query tiles x
  * batch*heads) blocks for a persistent rung; 128 per warpgroup (384, or 512 with three consumer
- * warpgroups: rung 10, and rungs 11-12 at head_dim 64). */
+ * warpgroups: rung 10, and rungs 11-13 at head_dim 64). */
 static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;
@@ -368,10 +395,10 @@ static void flash3_forward(attn_problem *p)
     void *args[] = { &fp };
 
     prof_range_push("flash3_attention_forward");
-    CUDA_CHECK(cudaLaunchKernel(rung_kernel(r, s->head_dim), grid, dim3(threads_for(r, s->head_dim)), args,
-                                smem_for(r, s->head_dim), p->stream));
+    launch_kernel(r, rung_kernel(r, s->head_dim), grid, dim3(threads_for(r, s->head_dim)), args,
+                  smem_for(r, s->head_dim), p->stream);
     if (st->plan.n_combine) {
-        /* rungs 8-12: the split tiles' partials into O (256 threads: 8 columns each, rows of
+        /* rungs 8-13: the split tiles' partials into O (256 threads: 8 columns each, rows of
          * 256 / (head_dim / 8) a block) */
         flash3_combine_params cp;
         cp.tiles = st->d_combine;
@@ -381,10 +408,9 @@ static void flash3_forward(attn_problem *p)
         cp.seq = s->seq;
         void *cargs[] = { &cp };
         const unsigned rows = 256u / (unsigned)(s->head_dim / 8);
-        CUDA_CHECK(cudaLaunchKernel(s->head_dim == 64 ? r->combine_d64 : r->combine_d128,
-                                    dim3((unsigned)st->plan.n_combine,
-                                         (unsigned)block_m_of(r, s->head_dim) / rows),
-                                    dim3(256), cargs, 0, p->stream));
+        launch_kernel(r, s->head_dim == 64 ? r->combine_d64 : r->combine_d128,
+                      dim3((unsigned)st->plan.n_combine, (unsigned)block_m_of(r, s->head_dim) / rows),
+                      dim3(256), cargs, 0, p->stream);
     }
     prof_range_pop();
 }
@@ -427,7 +453,8 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                      9  + the next item's first S under this one's last P.V      64, 128\n"
     "                     10  8 + three consumer warpgroups, 192x128 tiles             64\n"
     "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128\n"
-    "                     12  + the masked half of the diagonal tile skipped           64, 128",
+    "                     12  + the masked half of the diagonal tile skipped           64, 128\n"
+    "                     13  + the next kernel's launch under this one's tail (PDL)   64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,
