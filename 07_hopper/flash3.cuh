@@ -92,7 +92,7 @@
 #define H3_PRODUCER_REGS 24
 #define H3_CONSUMER_REGS 240
 
-/* One work item of a split over the keys (rungs 8-14, flash3_split.h): query tile m_blk of (batch,
+/* One work item of a split over the keys (rungs 8-13, flash3_split.h): query tile m_blk of (batch,
  * head) bh against key tiles n_begin .. n_end-1 only. slot < 0: the item is the tile's whole key
  * range, and its O goes to p.o as in rung 7; else its partial O (fp32, divided by its own row
  * sums) and log-sum-exp go to slot `slot` of p.o_part and p.lse_part, and the combine kernel
@@ -114,15 +114,12 @@ typedef struct {
     int bh_count, q_tiles;     /* batch*heads; query tiles per head (persistent grid's work) */
     int l2_sections;           /* 1 .. bh_count: the sections of heads of flash3_section_item */
     float scale_log2;          /* scale * log2(e): exp(x*scale) = 2^(x*scale_log2) */
-    /* rungs 8-14 with a split over the keys (NULL otherwise): block b's items are
+    /* rungs 8-13 with a split over the keys (NULL otherwise): block b's items are
      * work[work_first[b] .. work_first[b+1]-1], in that order; partial O
      * [slot][BLOCK_M][head_dim] and log-sum-exp (log2 units) [slot][BLOCK_M], fp32 */
     const flash3_work *work;
     const int *work_first;
     float *o_part, *lse_part;
-    /* rung 14 without a split: [0] the next item of its dynamic order, [1] the blocks that have
-     * taken their last; 0 at each launch (NULL otherwise) */
-    unsigned int *tile_counter;
     attn_regions_param regions;   /* the regions build's record buffer; empty otherwise */
 } flash3_params;
 
@@ -216,7 +213,7 @@ typedef struct {
 } flash3_item;
 
 /* The first row of query tile m_blk of bm rows. With bm = H3_BLOCK_M: m_blk * bm. With bm = 192
- * (rung 10, rungs 11-14 at head_dim 64), where seq is rarely a multiple of the tile, the tiles are
+ * (rung 10, rungs 11-13 at head_dim 64), where seq is rarely a multiple of the tile, the tiles are
  * shifted up by the largest multiple of 64 rows that the last one would hang past seq: tile 0
  * then starts before row 0 (a warpgroup whose 64 rows all lie before it has nothing to do; TMA
  * fills rows outside the tensor with zeros and does not store them), so that the rows with no work sit in the cheapest tile,
@@ -335,35 +332,6 @@ static __host__ __device__ __forceinline__ bool flash3_section_item(const flash3
     return false;
 }
 
-/* ---- the dynamic order (rung 14) ------------------------------------------------------------- */
-
-/* Item i (0 .. bh_count * q_tiles - 1) of the dynamic order: flash3_section_item's sections of
- * heads one after another (the first bh_count % l2_sections with one head more), in each the
- * last query tile of each of its heads, then the one before, ... (longest-first), without the
- * rounds: whichever block takes i computes it (rung 14, whose blocks take the numbers from an
- * atomic counter). Host and device. */
-template <int BM>
-static __host__ __device__ __forceinline__ void flash3_dynamic_item(const flash3_params &p, int i,
-                                                                    flash3_item &w)
-{
-    const int qt = p.q_tiles;
-    const int base = p.bh_count / p.l2_sections, extra = p.bh_count % p.l2_sections;
-    const int big = (base + 1) * qt;          /* the items of each of the first `extra` sections */
-    int s, k, heads;
-    if (i < extra * big) {
-        s = i / big;
-        k = i - s * big;
-        heads = base + 1;
-    } else {
-        const int rest = i - extra * big;
-        s = extra + rest / (base * qt);
-        k = rest - (s - extra) * base * qt;
-        heads = base;
-    }
-    w.bh = s * base + (s < extra ? s : extra) + k % heads;
-    flash3_item_bounds<BM>(p, qt - 1 - k / heads, w);
-}
-
 /* The work of the busiest block of a G-block persistent grid under flash3_section_item with
  * `sections` sections, in key tiles plus one per item (its Q wait, prologue and epilogue). */
 template <int BM = H3_BLOCK_M>
@@ -382,18 +350,6 @@ static inline long long flash3_busiest_block(const flash3_params &shape, int G, 
     return busiest;
 }
 
-/* The fewest sections that keep each one's K and V (2 * seq * head_dim * 2 bytes a head) within
- * H3_L2_KV_BUDGET, at most one per head: flash3_l2_sections' first candidate, and rung 14's
- * choice (its blocks take the items as they free up: no order to balance). Host. */
-static inline int flash3_l2_sections_fewest(int seq, int head_dim, int bh_count)
-{
-    const long long kv_per_head = 2ll * seq * head_dim * 2;
-    long long heads = H3_L2_KV_BUDGET / kv_per_head;
-    if (heads < 1) heads = 1;
-    if (heads > bh_count) heads = bh_count;
-    return (int)((bh_count + heads - 1) / heads);
-}
-
 /* The host's choice of p.l2_sections for seq, head_dim and bh_count (batch*heads) on a grid of G
  * blocks: the fewest sections, from as few as keep each one's K and V (2 * seq * head_dim * 2
  * bytes a head) within H3_L2_KV_BUDGET up to twice that many or 8 more, whichever is fewer (at
@@ -405,7 +361,11 @@ static inline int flash3_l2_sections_fewest(int seq, int head_dim, int bh_count)
 template <int BM = H3_BLOCK_M>
 static inline int flash3_l2_sections(int seq, int head_dim, int bh_count, int G)
 {
-    const int fewest = flash3_l2_sections_fewest(seq, head_dim, bh_count);
+    const long long kv_per_head = 2ll * seq * head_dim * 2;
+    long long heads = H3_L2_KV_BUDGET / kv_per_head;
+    if (heads < 1) heads = 1;
+    if (heads > bh_count) heads = bh_count;
+    const int fewest = (int)((bh_count + heads - 1) / heads);
     if (fewest == 1) return 1;
     flash3_params shape;
     memset(&shape, 0, sizeof shape);
@@ -436,7 +396,7 @@ static __device__ __forceinline__ void warp_release(uint32_t empty_bar)
     if ((threadIdx.x & 31) == 0) mbar_arrive(empty_bar);
 }
 
-/* Hands a Q buffer back to the producer (its Q empty mbarrier, q_empty_bar; rungs 9-14): once the
+/* Hands a Q buffer back to the producer (its Q empty mbarrier, q_empty_bar; rungs 9-13): once the
  * TMA has read the rows of O stored from it (the storing thread's wait), this thread's ordinary
  * accesses to it ordered before the producer's next TMA write, then one arrival per warp. */
 static __device__ __forceinline__ void hand_back(uint32_t q_empty_bar, attn_regions_ctx &rg)
@@ -448,7 +408,7 @@ static __device__ __forceinline__ void hand_back(uint32_t q_empty_bar, attn_regi
     attn_region_end(rg, ATTN_REGION_HANDOVER);
 }
 
-/* One turn of a consumer warpgroup in the round-robin of turns (rungs 10-14: 0, 1, 2, 0, ...) with
+/* One turn of a consumer warpgroup in the round-robin of turns (rungs 10-13: 0, 1, 2, 0, ...) with
  * nothing to issue: its own barrier waited for, the next warpgroup's arrived at. */
 static __device__ __forceinline__ void skip_turn(uint32_t pp_mine, uint32_t pp_next)
 {
@@ -499,7 +459,7 @@ static __device__ __forceinline__ void mask_tile(float (&sacc)[BN / 2], int row0
     }
 }
 
-/* mask_tile for this thread's rows of the warpgroup whose first row is r0 (rungs 10-14: the
+/* mask_tile for this thread's rows of the warpgroup whose first row is r0 (rungs 10-13: the
  * thread's row and column found from its index here, where they are needed, not held across the
  * loop). */
 template <int COLS = H3_BLOCK_N>
@@ -550,7 +510,7 @@ static __device__ __forceinline__ void online_softmax(float (&sacc)[BN / 2], flo
  * (O = sum P.V / sum P for any common offset). FlashAttention-4's choice. */
 #define H3_RESCALE_LOG2 8.0f
 
-/* online_softmax with a running max that moves only when it must (rungs 11-14): the tile's row
+/* online_softmax with a running max that moves only when it must (rungs 11-13): the tile's row
  * maxima are found first; if no row of the warp grew by more than H3_RESCALE_LOG2 the running
  * maxima stay where they are, alpha = 1 exactly and the function returns false: the caller skips
  * the rescale of O (one branch, the same for the warp). Otherwise every row of the warp moves to
@@ -811,7 +771,7 @@ static __device__ __forceinline__ attn_regions_ctx flash3_regions_start(const fl
 
 /* One rung: its number, its one idea (for --help and the ladder table), its kernels (NULL where
  * it does not run that head_dim), and its launch: a persistent grid or one block per query tile,
- * QB Q buffers; the combine kernels of a rung that splits over the keys (rungs 8-14; NULL on the
+ * QB Q buffers; the combine kernels of a rung that splits over the keys (rungs 8-13; NULL on the
  * others). Each rung file defines one (FLASH3_RUNG(1): flash3_rung_1 ...). */
 typedef struct {
     int number;
@@ -821,17 +781,15 @@ typedef struct {
     int q_buffers;
     const void *combine_d64, *combine_d128;   /* __global__ void k(const flash3_combine_params) */
     int block_m;               /* query rows of a tile, 64 per consumer warpgroup: H3_BLOCK_M, or
-                                * 192 (rungs 10-14: three consumers); 128 * (1 + block_m / 64) threads */
-    int block_m_d128;          /* at head_dim 128, where it differs (rungs 11-14); 0: block_m */
+                                * 192 (rungs 10-13: three consumers); 128 * (1 + block_m / 64) threads */
+    int block_m_d128;          /* at head_dim 128, where it differs (rungs 11-13); 0: block_m */
     int dependent_launch;      /* 1: its kernels are launched with programmatic dependent launch
-                                * and wait for the kernel ahead themselves (rungs 13-14) */
-    int dynamic_schedule;      /* 1: its blocks take their items from p.tile_counter where the
-                                * keys are not split (rung 14) */
+                                * and wait for the kernel ahead themselves (rung 13) */
 } flash3_rung;
 
 extern const flash3_rung FLASH3_RUNG(1), FLASH3_RUNG(2), FLASH3_RUNG(3), FLASH3_RUNG(4),
                          FLASH3_RUNG(5), FLASH3_RUNG(6), FLASH3_RUNG(7),
                          FLASH3_RUNG(8), FLASH3_RUNG(9), FLASH3_RUNG(10), FLASH3_RUNG(11),
-                         FLASH3_RUNG(12), FLASH3_RUNG(13), FLASH3_RUNG(14);
+                         FLASH3_RUNG(12), FLASH3_RUNG(13);
 
 #endif

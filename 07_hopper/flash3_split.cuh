@@ -1,4 +1,4 @@
-/* flash3_split.cuh: the device side of the split over the keys (rungs 8-14; the host plan is
+/* flash3_split.cuh: the device side of the split over the keys (rungs 8-13; the host plan is
  * flash3_split.h): the work items of a block (p.work where the host split the keys, else
  * flash3_section_item), a chunk's partial epilogue, and the combine kernel's rows. Written once
  * here so that the rungs that split differ only by their own idea; the producer (split_producer)

@@ -52,7 +52,7 @@ typedef struct {
     int block_m;               /* rows of a query tile (and of a partial) */
 } flash3_split_plan;
 
-/* The key tiles that query tile m of bm rows (128, or 192 on rung 10 and rungs 11-14 at head_dim 64) reaches: 0 .. n-1
+/* The key tiles that query tile m of bm rows (128, or 192 on rung 10 and rungs 11-13 at head_dim 64) reaches: 0 .. n-1
  * (causal_key_tiles). With bm = 128 = the key tile, m + 1. */
 static inline int flash3_split_tile_keys(int m, int bm, int seq)
 {

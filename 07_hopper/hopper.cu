@@ -25,8 +25,6 @@
  *                        leaves half of it empty for all its rows
  *   rung13_dependent_launch.cu + programmatic dependent launch: the next kernel's launch and
  *                        set-up under the tail of the one before (griddepcontrol)
- *   rung14_dynamic_schedule.cu + a dynamic tile scheduler: each block takes its next query tile
- *                        from an atomic counter as it frees up
  * Without --rung: the fastest rung at each shape (rung_for: rung 13, and rung 8 on the small
  * grids of head_dim 64).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
@@ -36,8 +34,8 @@
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128 (rungs 4 and 10: 64), any
- * seq >= 1. One launch per forward, no extra device memory (rung 14: its 8-byte tile counter);
- * rungs 8-14 where they split: two launches and the plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
+ * seq >= 1. One launch per forward, no extra device memory; rungs 8-13 where they split: two
+ * launches and the plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
  * on compute capability 9.0 alone; the Makefile's 07_hopper_ARCH).
  *
  * Kernel names: flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a; the
@@ -64,8 +62,7 @@ static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &F
                                             &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6),
                                             &FLASH3_RUNG(7), &FLASH3_RUNG(8), &FLASH3_RUNG(9),
                                             &FLASH3_RUNG(10), &FLASH3_RUNG(11),
-                                            &FLASH3_RUNG(12), &FLASH3_RUNG(13),
-                                            &FLASH3_RUNG(14) };
+                                            &FLASH3_RUNG(12), &FLASH3_RUNG(13) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
@@ -83,7 +80,7 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
     return head_dim == 64 ? r->kernel_d64 : r->kernel_d128;
 }
 
-/* Query rows of the rung's tile at head_dim (rungs 11-14: they differ between 64 and 128). */
+/* Query rows of the rung's tile at head_dim (rungs 11-13: they differ between 64 and 128). */
 static int block_m_of(const flash3_rung *r, int head_dim)
 {
     return head_dim == 128 && r->block_m_d128 ? r->block_m_d128 : r->block_m;
@@ -156,13 +153,12 @@ typedef struct {
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
     int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-13) */
-    flash3_split_plan plan;    /* rungs 8-14: the split for this shape (plan.chunk 0: none) */
+    flash3_split_plan plan;    /* rungs 8-13: the split for this shape (plan.chunk 0: none) */
     void *split_mem;           /* its device copy and the partials (flash3_split_bytes) */
     flash3_work *d_work;
     int *d_first;
     flash3_combine_tile *d_combine;
     float *d_o_part, *d_lse_part;
-    unsigned int *d_tile_counter;   /* rung 14 without a split: its two counters (8 bytes) */
 } flash3_state;
 
 /* A driver function through the runtime (cudaGetDriverEntryPointByVersion), so the stage links
@@ -235,9 +231,7 @@ static void encode_maps(flash3_state *st, const attn_problem *p)
     st->o = p->o;
     st->shape = *s;
     const int G = (int)grid_blocks(st, s);
-    st->l2_sections = r->dynamic_schedule
-                    ? flash3_l2_sections_fewest(s->seq, s->head_dim, s->batch * s->heads)
-                    : bm == H3_BLOCK_M3
+    st->l2_sections = bm == H3_BLOCK_M3
                     ? flash3_l2_sections<H3_BLOCK_M3>(s->seq, s->head_dim, s->batch * s->heads, G)
                     : flash3_l2_sections<H3_BLOCK_M>(s->seq, s->head_dim, s->batch * s->heads, G);
 }
@@ -251,7 +245,7 @@ static int device_sms(void)
     return sms;
 }
 
-/* rungs 8-14's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
+/* rungs 8-13's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
  * where it does not split). Exits 1 if host memory runs out. */
 static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
 {
@@ -264,20 +258,14 @@ static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
     }
 }
 
-/* The bytes of rung 14's tile counter: two unsigned ints. */
-#define H3_TILE_COUNTER_BYTES (2 * sizeof(unsigned int))
-
-/* Device bytes beyond Q, K, V, O: rungs 8-14's plan and partials where they split, rung 14's
- * tile counter where it does not, else none. */
+/* Device bytes beyond Q, K, V, O: rungs 8-13's plan and partials where they split, else none. */
 static size_t flash3_extra_bytes(const attn_shape *s)
 {
-    const int sms = device_sms();
     flash3_split_plan pl;
-    split_plan(&pl, s, sms);
+    split_plan(&pl, s, device_sms());
     const size_t bytes = flash3_split_bytes(&pl, s->head_dim);
-    const int counter = !pl.chunk && rung_for(s, sms)->dynamic_schedule;
     flash3_split_plan_free(&pl);
-    return counter ? H3_TILE_COUNTER_BYTES : bytes;
+    return bytes;
 }
 
 /* head_dim 64 or 128 and one the chosen rung runs, batch x heads within an int (the kernels'
@@ -298,7 +286,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
     }
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
         snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
-                 "1-3, 5-9 and 11-14 run 64 and 128)", r->number, s->head_dim);
+                 "1-3, 5-9 and 11-13 run 64 and 128)", r->number, s->head_dim);
         return 1;
     }
     return tiled_supports(&l, s, prop, why, why_len);
@@ -342,17 +330,12 @@ static void *flash3_setup(attn_problem *p)
                               (size_t)pl->n_combine * sizeof(flash3_combine_tile),
                               cudaMemcpyHostToDevice));
         p->extra_bytes = bytes;
-    } else if (r->dynamic_schedule) {
-        /* zero once: each launch's last block sets the counters back to 0 for the next */
-        CUDA_CHECK(cudaMalloc((void **)&st->d_tile_counter, H3_TILE_COUNTER_BYTES));
-        CUDA_CHECK(cudaMemset(st->d_tile_counter, 0, H3_TILE_COUNTER_BYTES));
-        p->extra_bytes = H3_TILE_COUNTER_BYTES;
     }
     return st;
 }
 
 /* Launches kernel fn of rung r on stream st: with programmatic dependent launch where the rung's
- * kernels wait for the kernel ahead themselves (rungs 13-14: cudaLaunchKernelExC with
+ * kernels wait for the kernel ahead themselves (rung 13: cudaLaunchKernelExC with
  * cudaLaunchAttributeProgrammaticStreamSerialization; CUDA C++ Programming Guide, "Programmatic
  * Dependent Launch and Synchronization"), else a plain cudaLaunchKernel. */
 static void launch_kernel(const flash3_rung *r, const void *fn, dim3 grid, dim3 block, void **args,
@@ -377,7 +360,7 @@ static void launch_kernel(const flash3_rung *r, const void *fn, dim3 grid, dim3 
 
 /* One launch of the rung's kernel: grid (batch*heads, query tiles), or min(SMs, query tiles x
  * batch*heads) blocks for a persistent rung; 128 per warpgroup (384, or 512 with three consumer
- * warpgroups: rung 10, and rungs 11-14 at head_dim 64). */
+ * warpgroups: rung 10, and rungs 11-13 at head_dim 64). */
 static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;
@@ -406,7 +389,6 @@ static void flash3_forward(attn_problem *p)
     fp.work_first = st->d_first;
     fp.o_part = st->d_o_part;
     fp.lse_part = st->d_lse_part;
-    fp.tile_counter = st->d_tile_counter;
     const dim3 grid = st->plan.chunk ? dim3((unsigned)st->plan.blocks)
                     : r->persistent  ? dim3((unsigned)grid_blocks(st, s))
                                      : dim3((unsigned)fp.bh_count, (unsigned)fp.q_tiles);
@@ -416,7 +398,7 @@ static void flash3_forward(attn_problem *p)
     launch_kernel(r, rung_kernel(r, s->head_dim), grid, dim3(threads_for(r, s->head_dim)), args,
                   smem_for(r, s->head_dim), p->stream);
     if (st->plan.n_combine) {
-        /* rungs 8-14: the split tiles' partials into O (256 threads: 8 columns each, rows of
+        /* rungs 8-13: the split tiles' partials into O (256 threads: 8 columns each, rows of
          * 256 / (head_dim / 8) a block) */
         flash3_combine_params cp;
         cp.tiles = st->d_combine;
@@ -438,7 +420,6 @@ static void flash3_teardown(attn_problem *p)
     flash3_state *st = (flash3_state *)p->state;
     if (st) {
         if (st->split_mem) CUDA_CHECK(cudaFree(st->split_mem));
-        if (st->d_tile_counter) CUDA_CHECK(cudaFree(st->d_tile_counter));
         flash3_split_plan_free(&st->plan);
     }
     free(p->state);
@@ -473,8 +454,7 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                     10  8 + three consumer warpgroups, 192x128 tiles             64\n"
     "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128\n"
     "                     12  + the masked half of the diagonal tile skipped           64, 128\n"
-    "                     13  + the next kernel's launch under this one's tail (PDL)   64, 128\n"
-    "                     14  + the next tile to the first free block (atomic counter) 64, 128",
+    "                     13  + the next kernel's launch under this one's tail (PDL)   64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

@@ -241,5 +241,4 @@ const flash3_rung FLASH3_RUNG(4) = {
     NULL,
     /* persistent */ 1, /* q_buffers */ 2, /* combine */ NULL, NULL, /* block_m */ H3_BLOCK_M, 0,
     /* dependent_launch */ 0,
-    /* dynamic_schedule */ 0,
 };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # 07_hopper's ladder: every rung (./07_hopper/run --rung N) is its own kernel,
-# flash3_fwd_bf16_causal_<BLOCK_M>x128_d<head_dim>_r<N>_sm90a (BLOCK_M 128; 192 on rung 10 and on rungs 11-14
+# flash3_fwd_bf16_causal_<BLOCK_M>x128_d<head_dim>_r<N>_sm90a (BLOCK_M 128; 192 on rung 10 and on rungs 11-13
 # at head_dim 64), and must pass what the chapter's kernel
 # passes: every query row of the odd sequence lengths at both head_dims it runs, one kernel per
 # step, no extra device memory, the same O bits over repeated runs. GPU tests need compute
@@ -17,26 +17,23 @@ setup() {
 #   one Q buffer (rungs 1-2):  d64 1024 + 16384 + 65536 + 72 = 83016,  d128 1024 + 32768 + 131072 + 72 = 164936
 #   two Q buffers (rungs 3-9): d64 1024 + 32768 + 65536 + 96 = 99424,  d128 1024 + 65536 + 131072 + 96 = 197728
 #   (rungs 6-10 store O from the Q buffer it was staged in: no shared memory of their own)
-#   rungs 10-14 (192-row Q tiles, two buffers), d64: 1024 + 49152 + 65536 + 96 = 115808
-#   rungs 11-14 at d128 (128-row Q tiles, two buffers): as rungs 3-9, 197728
-# and static shared memory: none, but rung 14's two item numbers (2 x 4 bytes, which ptxas
-# reports as 16: static_smem_of).
+#   rungs 10-13 (192-row Q tiles, two buffers), d64: 1024 + 49152 + 65536 + 96 = 115808
+#   rungs 11-13 at d128 (128-row Q tiles, two buffers): as rungs 3-9, 197728
 smem_of() {
     case "$1:$2" in
         1:64 | 2:64) echo 83016 ;;
         1:128 | 2:128) echo 164936 ;;
         3:64 | 4:64 | 5:64 | 6:64 | 7:64 | 8:64 | 9:64) echo 99424 ;;
-        3:128 | 5:128 | 6:128 | 7:128 | 8:128 | 9:128 | 11:128 | 12:128 | 13:128 | 14:128) echo 197728 ;;
-        10:64 | 11:64 | 12:64 | 13:64 | 14:64) echo 115808 ;;
+        3:128 | 5:128 | 6:128 | 7:128 | 8:128 | 9:128 | 11:128 | 12:128 | 13:128) echo 197728 ;;
+        10:64 | 11:64 | 12:64 | 13:64) echo 115808 ;;
     esac
 }
-static_smem_of() { if [ "$1" -eq 14 ]; then echo 16; else echo 0; fi; }
 
 # The kernel details line of the run: exactly one, the rung's kernel.
 assert_rung_kernel() {
     local bm k; bm=$(flash3_block_m "$1" "$2") k=$(flash3_kernel "$1" "$2")
     [ "$(printf '%s\n' "$output" | grep -cE '^  flash3_[a-z0-9_]+\(flash3_params\): grid ')" -eq 1 ]
-    [ "$(printf '%s\n' "$output" | grep -cE "^  $k\(flash3_params\): grid \[[0-9]+, [0-9]+, 1\], block \[$((128 + 2 * bm)), 1, 1\], [0-9]+ registers/thread, shared memory $(static_smem_of "$1") \+ $(smem_of "$1" "$2") B \(opt-in\)")" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -cE "^  $k\(flash3_params\): grid \[[0-9]+, [0-9]+, 1\], block \[$((128 + 2 * bm)), 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ $(smem_of "$1" "$2") B \(opt-in\)")" -eq 1 ]
 }
 
 # The lean runs of the rung_case tests (rung_cases and rung_flags, tests/runs.bash), at once,
@@ -61,8 +58,8 @@ combine_lines() {
 }
 
 # rung_case RUNG HEAD_DIM: every run of rung_cases PASSes with one rung kernel per step, no copy,
-# no extra bytes (rungs 8-14: where its details show the combine kernel, two kernels per step and
-# extra bytes for its plan and partials; else one and none, but rung 14's 8-byte tile counter); the repeat has the same o_hash as the first seq-1000 run (the kernel's reduction
+# no extra bytes (rungs 8-9: where its details show the combine kernel, two kernels per step and
+# extra bytes for its plan and partials; else one and none); the repeat has the same o_hash as the first seq-1000 run (the kernel's reduction
 # order is fixed, so a missing wait or a stage released early shows as a difference). Every case
 # is checked and each failure listed. The o_hash is kept for the cross-rung test below.
 rung_case() { quick rung_checks "$@"; }
@@ -82,7 +79,7 @@ rung_checks() {
             expect "$c: extra_bytes=$(field extra_bytes) with a split" [ "$(field extra_bytes)" -gt 0 ]
         else
             expect "$c: kernels_per_step=$(field kernels_per_step)" [ "$(field kernels_per_step)" = 1 ]
-            expect "$c: extra_bytes=$(field extra_bytes)" [ "$(field extra_bytes)" = "$([ "$r" = 14 ] && echo 8 || echo 0)" ]
+            expect "$c: extra_bytes=$(field extra_bytes)" [ "$(field extra_bytes)" = 0 ]
             expect "$c: a combine kernel line" [ "$(combine_lines "$d" "$r")" = 0 ]
         fi
         expect "$c: not one r$r kernel line" assert_rung_kernel "$r" "$d"
@@ -119,8 +116,6 @@ rung_checks() {
 @test "07 ladder rung 12 head_dim 128: every odd seq PASS, one r12 kernel (+ combine where split), same o_hash" { rung_case 12 128; }
 @test "07 ladder rung 13 head_dim 64: every odd seq PASS, one r13 kernel (+ combine where split), same o_hash" { rung_case 13 64; }
 @test "07 ladder rung 13 head_dim 128: every odd seq PASS, one r13 kernel (+ combine where split), same o_hash" { rung_case 13 128; }
-@test "07 ladder rung 14 head_dim 64: every odd seq PASS, one r14 kernel (+ combine where split), same o_hash" { rung_case 14 64; }
-@test "07 ladder rung 14 head_dim 128: every odd seq PASS, one r14 kernel (+ combine where split), same o_hash" { rung_case 14 128; }
 
 # Rung 8 splits the keys where the tiles are few against the SMs (flash3_split.h; the plans are
 # checked on the CPU below): at 2x3x1000 (48 tiles) chunks of 2 key tiles where the device has
@@ -165,12 +160,12 @@ rung_checks() {
 }
 
 # A NaN in Q stays in its own row of O where the keys are split: row 999 of head (0, 0) lies in
-# the last query tile, which rungs 8 and 9 cut into 4 chunks at 2x3x1000, and rungs 10-14
+# the last query tile, which rungs 8 and 9 cut into 4 chunks at 2x3x1000, and rungs 10-13
 # (192-row tiles at head_dim 64) into 4 (the check fails if the NaN rows of O are not exactly that
 # row; a split that dropped the NaN would write a finite row).
-@test "07 ladder rungs 8-14: --poison-q 999 at 2x3x1000, a split shape: the NaN stays in its own row" {
+@test "07 ladder rungs 8-13: --poison-q 999 at 2x3x1000, a split shape: the NaN stays in its own row" {
     local r d
-    for r in 8 9 10 11 12 13 14; do
+    for r in 8 9 10 11 12 13; do
         for d in 64 128; do
             [ "$r:$d" != 10:128 ] || continue
             rung_result "$r 2 3 1000 $d --poison-q 999 --check-rows all"
@@ -207,10 +202,6 @@ same_o_bits() {
 # rung 12's O, bit for bit, where it splits (seq 1000: the combine kernel launched the same way).
 @test "07 ladder: rung 13 writes the same O bits as rung 12 at seq 1000, each head_dim" { same_o_bits 12 13; }
 
-# Rung 14 changes which block computes an item, not how: rung 13's O, bit for bit (seq 1000 splits,
-# so this is the plan's items read through the shared item numbers, with rung 13's combine).
-@test "07 ladder: rung 14 writes the same O bits as rung 13 at seq 1000, each head_dim" { same_o_bits 13 14; }
-
 # The overlap inside a warpgroup, in the SASS: from rung 2 on, each key tile's S and the previous
 # tile's P.V are issued together, S is waited for (WARPGROUP.DEPBAR.LE gsb0, 0x1), the softmax runs,
 # and then P.V is waited for (WARPGROUP.DEPBAR.LE gsb0, 0x0). ptxas moves a plain wait for P.V up to
@@ -219,7 +210,7 @@ same_o_bits() {
 # there). Rung 11 computes alpha whether or not O is rescaled, so its tile has 66 too. So in the
 # machine code of each rung's head_dim-128 forward kernel, every wait for P.V that follows a wait
 # for S must come after the softmax's 66 exponentials (MUFU.EX2: 64 of P, 2 of alpha, per thread),
-# but one on rungs 12-14: the half tile's step (one copy of the code) has 34 (32 of P, 2 of alpha).
+# but one on rungs 12-13: the half tile's step (one copy of the code) has 34 (32 of P, 2 of alpha).
 # sass_waits KERNEL: "<waits for S> <waits for P.V after one> <those with fewer than 34 EX2 before
 # them, or a wait for S with no wait for P.V before the next> <those with 34 to 65>", in address
 # order.
@@ -233,13 +224,13 @@ sass_waits() {
         END { if (after_s) early++; printf "%d %d %d %d\n", s, n, early, half }' "$BATS_FILE_TMPDIR/07.sass"
 }
 
-@test "07 ladder: the SASS of rungs 2-9 and 11-14 at head_dim 128 waits for P.V after the softmax's exponentials (no GPU needed)" {
+@test "07 ladder: the SASS of rungs 2-9 and 11-13 at head_dim 128 waits for P.V after the softmax's exponentials (no GPU needed)" {
     local dump; dump=$(find_tool cuobjdump)
     [ -n "$dump" ] || skip "cuobjdump not found (the CUDA toolkit's binary utilities)"
     [ -x "$ROOT/07_hopper/run" ] || skip "07_hopper/run is not built (make 07_hopper)"
     "$dump" -sass "$ROOT/07_hopper/run" > "$BATS_FILE_TMPDIR/07.sass"
     local r ns n early half fails=0
-    for r in 2 3 5 6 7 8 9 11 12 13 14; do
+    for r in 2 3 5 6 7 8 9 11 12 13; do
         read -r ns n early half < <(sass_waits "flash3_fwd_bf16_causal_128x128_d128_r${r}_sm90a")
         echo "rung $r head_dim 128: $ns waits for S, $n waits for P.V after one, $early early or missing, $half after a half tile's softmax"
         [ "$ns" -ge 1 ] && [ "$n" -eq "$ns" ] && [ "$early" -eq 0 ] || fails=$((fails + 1))
@@ -294,9 +285,8 @@ sass_waits() {
 # (704 tiles of 192 rows), whose rows each walk the same key tiles with the same arithmetic in
 # other tiles: the same bits again, at head_dim 64. Rung 11 takes its P from another offset (the
 # running max it keeps), so its bits are its own: PASS and its kernel, at both head_dims; rung 12
-# leaves out only exact zeros of rung 11's, rung 13 launches rung 12 and rung 14 hands its items
-# out as the blocks free up: rung 11's bits.
-@test "07 ladder: rungs 5-14 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3 (rungs 11-14: rung 11's)" {
+# leaves out only exact zeros of rung 11's, and rung 13 launches rung 12: rung 11's bits.
+@test "07 ladder: rungs 5-13 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3 (rungs 11-13: rung 11's)" {
     local d r base want got shape rungs
     for d in 64 128; do
         if [ "$d" = 64 ]; then shape=(4 8 4096 64); base=4; rungs="5 6 7 8 9 10"
@@ -322,7 +312,7 @@ sass_waits() {
         assert_rel_l2_le 1e-2
         assert_rung_kernel 11 "$d"
         want=$(field o_hash)
-        for r in 12 13 14; do
+        for r in 12 13; do
             rung_result "$r ${shape[*]} --seed 7"
             echo "${shape[*]}: rung $r $(field o_hash) (rung 11: $want)"
             [ "$status" -eq 0 ]
@@ -335,7 +325,7 @@ sass_waits() {
 
 # ---- CPU ---------------------------------------------------------------------------------------
 
-@test "07 ladder: --help lists the fourteen rungs with their idea and head_dims (no GPU needed)" {
+@test "07 ladder: --help lists the thirteen rungs with their idea and head_dims (no GPU needed)" {
     run "$ROOT/07_hopper/run" --help
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" | grep -qxF '                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128'
@@ -351,7 +341,6 @@ sass_waits() {
     printf '%s\n' "$output" | grep -qxF "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128"
     printf '%s\n' "$output" | grep -qxF "                     12  + the masked half of the diagonal tile skipped           64, 128"
     printf '%s\n' "$output" | grep -qxF "                     13  + the next kernel's launch under this one's tail (PDL)   64, 128"
-    printf '%s\n' "$output" | grep -qxF "                     14  + the next tile to the first free block (atomic counter) 64, 128"
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
     # one line per rung file, each as bench/ladder.py reads it (number, idea, head_dims on one
     # line: a rung whose line wraps would be left out of make ladder's table)
@@ -360,12 +349,12 @@ sass_waits() {
 
 @test "07 ladder: a bad --rung exits 2 with one line naming the range (no GPU needed)" {
     local v
-    for v in 0 15 99 x -1 2.5 ''; do
+    for v in 0 14 99 x -1 2.5 ''; do
         run "$ROOT/07_hopper/run" --rung "$v" --trace none
         echo "--rung '$v': $status $output"
         [ "$status" -eq 2 ]
         [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
-        [[ "$output" == "--rung: "*"(expected 1 to 14)" ]]
+        [[ "$output" == "--rung: "*"(expected 1 to 13)" ]]
     done
     run "$ROOT/07_hopper/run" --trace none --rung
     [ "$status" -eq 2 ]
@@ -378,7 +367,7 @@ sass_waits() {
         run "$ROOT/07_hopper/run" --rung "$r" --head-dim 128 --trace none
         echo "$output"
         [ "$status" -eq 2 ]
-        [ "$output" = "rung $r of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3, 5-9 and 11-14 run 64 and 128)" ]
+        [ "$output" = "rung $r of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3, 5-9 and 11-13 run 64 and 128)" ]
     done
 }
 
@@ -398,11 +387,8 @@ sass_waits() {
 # V allow, would leave 582 against 572), and the two shapes of the GPU test above at two sections.
 # The same for rung 10's 192-row tiles (order10 / split10; their key tiles are larger work, so the
 # busiest counts compare only with each other): the tiles shifted so that they cover rows 0 ..
-# seq-1 with no 64-row warpgroup across row 0, for every seq from 1 to 1200. Rung 14's dynamic
-# order covers every tile once too, section after section, longest-first in each, and its host
-# takes the fewest sections the L2 budget allows: 2, 2 and 4 at the bench shapes, 7 at
-# 4x16x6000x64, 4 at 2x16x3001x128 (no order to balance there).
-@test "07 ladder: rungs 5-10's and 14's orders cover every tile once; the host's L2 sections (no GPU needed)" {
+# seq-1 with no 64-row warpgroup across row 0, for every seq from 1 to 1200.
+@test "07 ladder: rungs 5-10's order covers every tile once; the host's L2 sections (no GPU needed)" {
     run make -s -C "$ROOT" build/flash3_order
     echo "$output"
     [ "$status" -eq 0 ]
@@ -431,12 +417,7 @@ sass_waits() {
     printf '%s\n' "$output" | grep -qxF 'split10 1x1x4096x64 G=132 chunk=3 items=132 slots=130 combine=20 busiest=4 unsplit=33 bytes=6493696'
     printf '%s\n' "$output" | grep -qxF 'split10 2x3x1000x64 G=90 chunk=2 items=90 slots=78 combine=24 busiest=3 unsplit=9 bytes=3896832'
     printf '%s\n' "$output" | grep -qxF 'split10 8x16x1024x64 G=132 chunk=0 items=0 slots=0 combine=0 busiest=0 unsplit=33 bytes=0'
-    printf '%s\n' "$output" | grep -qxF 'dynamic 8x16x1024x64 sections=2 items=768'
-    printf '%s\n' "$output" | grep -qxF 'dynamic 4x16x2048x64 sections=2 items=704'
-    printf '%s\n' "$output" | grep -qxF 'dynamic 2x16x4096x128 sections=4 items=1024'
-    printf '%s\n' "$output" | grep -qxF 'dynamic 2x16x3001x128 sections=4 items=768'
-    printf '%s\n' "$output" | grep -qxF 'dynamic 4x16x6000x64 sections=7 items=2048'
-    [ "$(printf '%s\n' "$output" | tail -n 1)" = "order: 6371 cases ok" ]
+    [ "$(printf '%s\n' "$output" | tail -n 1)" = "order: 5691 cases ok" ]
 }
 
 @test "07 ladder: the table renders from a saved summary, one row per rung (no GPU needed)" {

@@ -620,7 +620,7 @@ assert_eager_kernels_and_ranges() {
 
 # ---- 07_hopper's rungs (07_hopper.bats, 07_ladder.bats, regions.bats) -----------------------------
 # flash3_block_m RUNG [HEAD_DIM]: the query rows of the rung's tile at that head_dim (default 64),
-# 64 per consumer warpgroup: 192 (three consumer warpgroups) on rung 10 and on rungs 11-14 at
+# 64 per consumer warpgroup: 192 (three consumer warpgroups) on rung 10 and on rungs 11-13 at
 # head_dim 64; 128 (two) otherwise.
 flash3_block_m() {
     if [ "$1" -eq 10 ] || { [ "$1" -ge 11 ] && [ "${2:-64}" = 64 ]; }; then echo 192; else echo 128; fi

@@ -19,11 +19,6 @@
  *     to 128 rows before row 0: flash3_tile_m0), whose key tiles per query tile are no longer
  *     m + 1; its lines read order10 / split10. Every tile's 64-row warpgroups then lie wholly
  *     before row 0 or wholly at or after it, and the tiles cover rows 0 .. seq-1 exactly once.
- *   - rung 14's dynamic order (flash3_dynamic_item): items 0 .. total-1 cover every (batch, head,
- *     query tile) exactly once, each with its causal bounds, the sections one after another, in
- *     each the heads taken in turn and the query tiles longest-first (both tile sizes); and the
- *     sections rung 14's host picks (flash3_l2_sections_fewest) at the bench shapes, one line each:
- *       dynamic BxHxSxD sections=<n> items=<n>
  * Prints "order: N cases ok" and exits 0, or one line per failure and exits 1.
  */
 #include <stdio.h>
@@ -118,50 +113,6 @@ static void check_order(int bh, int seq, int G, int sections)
         ++g_failed;
     }
     free(seen);
-}
-
-/* Rung 14's dynamic order for bh heads of seq in `sections` sections, checked as the header
- * comment says. */
-template <int BM = H3_BLOCK_M>
-static void check_dynamic(int bh, int seq, int sections)
-{
-    const flash3_params p = shape_params(bh, seq, sections, BM);
-    const long long total = (long long)bh * p.q_tiles;
-    unsigned char *seen = (unsigned char *)calloc((size_t)total, 1);
-    if (!seen) { fprintf(stderr, "order: out of host memory\n"); exit(1); }
-    const int base = bh / sections, extra = bh % sections;
-    int s = 0, first = 0, k = 0;              /* item i: section s (first head `first`), its k-th */
-    for (long long i = 0; i < total; ++i, ++k) {
-        int heads = base + (s < extra ? 1 : 0);
-        if (k == heads * p.q_tiles) { first += heads; ++s; k = 0; heads = base + (s < extra ? 1 : 0); }
-        flash3_item w;
-        flash3_dynamic_item<BM>(p, (int)i, w);
-        const int m_blk = tile_of(w.m0, BM, seq);
-        if (w.bh != first + k % heads || m_blk != p.q_tiles - 1 - k / heads ||
-            w.n_end != causal_key_tiles(w.m0, BM, H3_BLOCK_N, seq) || w.n_end < 1 ||
-            seen[(long long)w.bh * p.q_tiles + m_blk]++) {
-            printf("dynamic FAIL bh=%d seq=%d sections=%d bm=%d: item %lld is (bh %d, query tile %d, "
-                   "n_end %d), expected (bh %d, query tile %d) once\n", bh, seq, sections, BM, i,
-                   w.bh, m_blk, w.n_end, first + k % heads, p.q_tiles - 1 - k / heads);
-            ++g_failed;
-            break;
-        }
-    }
-    if (s != sections - 1) {
-        printf("dynamic FAIL bh=%d seq=%d sections=%d bm=%d: %d sections walked\n", bh, seq,
-               sections, BM, s + 1);
-        ++g_failed;
-    }
-    free(seen);
-}
-
-/* The sections rung 14's host picks for a shape, and its items (BM rows a tile: 192 at head_dim
- * 64, 128 at 128). */
-static void report_dynamic(int b, int h, int seq, int d)
-{
-    const int bm = d == 64 ? H3_BLOCK_M3 : H3_BLOCK_M;
-    printf("dynamic %dx%dx%dx%d sections=%d items=%d\n", b, h, seq, d,
-           flash3_l2_sections_fewest(seq, d, b * h), b * h * ((seq + bm - 1) / bm));
 }
 
 /* rung 8's plan (rung 10's with bm = 192) for bh heads of seq on G blocks, checked as the header
@@ -290,14 +241,6 @@ int main(void)
                     check_order<H3_BLOCK_M3>(bh, seq, (int)(tiles10 < grids[g] ? tiles10 : grids[g]), sec);
                     ++cases;
                 }
-    for (size_t a = 0; a < sizeof bhs / sizeof bhs[0]; ++a)
-        for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; ++s)
-            for (size_t n = 0; n < sizeof sections / sizeof sections[0]; ++n) {
-                if (sections[n] > bhs[a]) continue;
-                check_dynamic(bhs[a], seqs[s], sections[n]);
-                check_dynamic<H3_BLOCK_M3>(bhs[a], seqs[s], sections[n]);
-                cases += 2;
-            }
     for (int seq = 1; seq <= 1200; ++seq, cases += 2) {
         check_rows(seq, H3_BLOCK_M);
         check_rows(seq, H3_BLOCK_M3);
@@ -307,8 +250,6 @@ int main(void)
                                      { 1, 16, 4096, 128 }, { 4, 16, 6000, 64 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i, ++cases)
         report(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 132);
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i, ++cases)
-        report_dynamic(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
         if (shapes[i][3] == 64) {
             report<H3_BLOCK_M3>(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 132);
