@@ -97,16 +97,21 @@ copy_course() {
 peers_commit() {
     sed -n 's/^run id=peers .* commit=\([0-9a-f]*\) .*/\1/p' "$ROOT/docs/h200/results.txt"
 }
+# peers_date: the date on the peers run's line of docs/h200/results.txt (YYYY-MM-DD).
+peers_date() {
+    sed -n 's/^run id=peers date=\([0-9-]*\) .*/\1/p' "$ROOT/docs/h200/results.txt"
+}
 
 @test "render: results:run gives one paragraph per run, each naming what it measured and its commit" {
-    local commit; commit=$(peers_commit)
+    local commit date; commit=$(peers_commit); date=$(peers_date)
     [ -n "$commit" ]
+    [[ "$date" =~ ^20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]$ ]]
     run sed -n '/^<!-- results:run -->$/,/^<!-- end -->$/p' "$ROOT/docs/results.md"
     echo "$output"
     [ "${#lines[@]}" -eq 4 ]
     [ "$(grep -c '^$' <<< "$output")" -eq 1 ]
     [[ "${lines[1]}" == "The stages' summary lines at 8×16×1024×64 (the course table and the values quoted in the pages): measured on 2026-12-01 on one NVIDIA H200 (driver 580.159.04, CUDA 13.0, the system's cuDNN 9.14.0), code at commit bab905d, by \`bench/reference_runs.sh --part stages\`." ]]
-    [[ "${lines[2]}" == "Ours beside PyTorch at 8×16×1024×64, 4×16×2048×64 and 2×16×4096×128 (the peers table): measured on 2026-12-02 on one NVIDIA H200 "*"; PyTorch 2.11 with its cuDNN 9.19 for the peers, and for 06_cudnn beside them), code at commit $commit. These numbers were rebuilt from that run's printed tables (docs/h200/results.txt says how)." ]]
+    [[ "${lines[2]}" == "Ours beside PyTorch at 8×16×1024×64, 4×16×2048×64 and 2×16×4096×128 (the peers table): measured on $date on one NVIDIA H200 "*"; PyTorch 2.11 with its cuDNN 9.19 for the peers, and for 06_cudnn beside them), code at commit $commit. These numbers were rebuilt from that run's printed tables (docs/h200/results.txt says how)." ]]
 }
 
 @test "render: results:run ID renders that run alone; an unknown ID: one line, exit 2" {
