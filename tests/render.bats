@@ -93,17 +93,13 @@ copy_course() {
     [ "$(grep -c '^peers ' "$ROOT/docs/h200/results.txt")" -eq 21 ]
 }
 
-# The commit of the peers run, as docs/h200/results.txt's run line names it.
-peers_commit() {
-    sed -n 's/^run id=peers .* commit=\([0-9a-f]*\) .*/\1/p' "$ROOT/docs/h200/results.txt"
-}
-# peers_date: the date on the peers run's line of docs/h200/results.txt (YYYY-MM-DD).
-peers_date() {
-    sed -n 's/^run id=peers date=\([0-9-]*\) .*/\1/p' "$ROOT/docs/h200/results.txt"
+# peers_run KEY: the value of KEY (commit, date) on the peers run's line of docs/h200/results.txt.
+peers_run() {
+    sed -n "s/^run id=peers .*\\<$1=\\([^ ]*\\).*/\\1/p" "$ROOT/docs/h200/results.txt"
 }
 
 @test "render: results:run gives one paragraph per run, each naming what it measured and its commit" {
-    local commit date; commit=$(peers_commit); date=$(peers_date)
+    local commit date; commit=$(peers_run commit); date=$(peers_run date)
     [ -n "$commit" ]
     [[ "$date" =~ ^20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]$ ]]
     run sed -n '/^<!-- results:run -->$/,/^<!-- end -->$/p' "$ROOT/docs/results.md"
@@ -115,7 +111,7 @@ peers_date() {
 }
 
 @test "render: results:run ID renders that run alone; an unknown ID: one line, exit 2" {
-    local commit; commit=$(peers_commit)
+    local commit; commit=$(peers_run commit)
     [ -n "$commit" ]
     copy_course "$BATS_TEST_TMPDIR/c"
     printf '%s\n' '<!-- results:run peers -->' 'x' '<!-- end -->' >> "$BATS_TEST_TMPDIR/c/docs/results.md"
