@@ -3,6 +3,7 @@
  *
  *   flash3_params      the kernel arguments (four TMA tensor maps, O, the shape, the sections)
  *   H3_SMEM_BYTES      the block's shared memory: Q buffers, 2 K and 2 V stages, mbarriers
+ *                      (H3_SMEM_BYTES_VS: VS V stages, rung 14)
  *   flash3_mbar_slot   the mbarriers, an enum of slots; k_full(b, s) ... their addresses
  *   flash3_named_bar   the named-barrier ids (0 is __syncthreads')
  *   flash3_item        one work item (query tile of one (batch, head)) and its causal bounds:
@@ -10,6 +11,7 @@
  *                      flash3_section_item (longest-first in sections of heads that share the
  *                      L2; H3_L2_KV_BUDGET, flash3_l2_sections on the host)
  *   kv_stage, kv_phase the pipeline's stage / phase bookkeeping of the block's u-th key tile
+ *                      (v_stage, v_phase: of its V tile where V has VS stages, rung 14)
  *   warp_release       the release sequence of a stage (one arrival per consumer warp);
  *                      hand_back (a Q buffer back to the producer), skip_turn (a turn with
  *                      nothing to issue)
@@ -126,7 +128,10 @@ typedef struct {
 /* The mbarriers, 8 bytes each after the tiles, by slot: per stage s, K full, V full (one
  * arrival: the producer's expect_tx, plus the tile's bytes) and K empty, V empty (one arrival
  * per consumer warp once its wgmma reading the tile have completed); per Q buffer q, Q full and
- * (2 buffers) Q empty (one arrival per consumer warp once the epilogue is done with it). */
+ * (2 buffers) Q empty (one arrival per consumer warp once the epilogue is done with it). The enum
+ * is the layout with as many V stages as K stages (H3_STAGES); with VS V stages (rung 14) each
+ * slot after the V full ones moves up by VS - H3_STAGES, twice after the V empty ones: the
+ * helpers below take VS as a template argument, H3_STAGES unless given. */
 enum flash3_mbar_slot {
     MBAR_K_FULL  = 0,
     MBAR_V_FULL  = H3_STAGES,
@@ -137,7 +142,8 @@ enum flash3_mbar_slot {
 };
 /* mbarriers of a block with QB Q buffers: 1 -> K/V full/empty + 1 Q full, 2 -> + 2 Q full and
  * 2 Q empty. */
-#define H3_BARRIERS(QB)        (4 * H3_STAGES + ((QB) == 1 ? 1 : 2 * (QB)))
+#define H3_BARRIERS_VS(QB, VS) (2 * H3_STAGES + 2 * (VS) + ((QB) == 1 ? 1 : 2 * (QB)))
+#define H3_BARRIERS(QB)        H3_BARRIERS_VS(QB, H3_STAGES)
 
 /* Named barriers (bar.sync ids; 0 is __syncthreads'): the epilogue's, one per consumer
  * warpgroup c (128 threads), and the ping-pong's, one per consumer warpgroup (256 threads). */
@@ -150,9 +156,10 @@ enum flash3_named_bar {
  * (1: one query tile per block; 2: a persistent block loads the next tile's Q while it computes
  * the current one). */
 #define H3_TILE_BYTES(D, ROWS) ((ROWS) * (D) * 2)
-#define H3_SMEM_BYTES(D, BM, QB) \
-    ((size_t)1024 + (QB) * H3_TILE_BYTES(D, BM) + 2 * H3_STAGES * H3_TILE_BYTES(D, H3_BLOCK_N) + \
-     8 * H3_BARRIERS(QB))
+#define H3_SMEM_BYTES_VS(D, BM, QB, VS) \
+    ((size_t)1024 + (QB) * H3_TILE_BYTES(D, BM) + (H3_STAGES + (VS)) * H3_TILE_BYTES(D, H3_BLOCK_N) + \
+     8 * H3_BARRIERS_VS(QB, VS))
+#define H3_SMEM_BYTES(D, BM, QB) H3_SMEM_BYTES_VS(D, BM, QB, H3_STAGES)
 
 /* Shared-memory layout of one block (offsets from the 1024-byte-aligned start). */
 typedef struct {
@@ -163,16 +170,22 @@ static __device__ __forceinline__ uint32_t mbar_at(const flash3_block &b, int sl
 {
     return b.bar + 8u * (uint32_t)slot;
 }
+#define H3_VS_SHIFT(VS) ((VS) - H3_STAGES)   /* 0 but on rung 14 */
 static __device__ __forceinline__ uint32_t k_full(const flash3_block &b, int s)  { return mbar_at(b, MBAR_K_FULL + s); }
 static __device__ __forceinline__ uint32_t v_full(const flash3_block &b, int s)  { return mbar_at(b, MBAR_V_FULL + s); }
-static __device__ __forceinline__ uint32_t k_empty(const flash3_block &b, int s) { return mbar_at(b, MBAR_K_EMPTY + s); }
-static __device__ __forceinline__ uint32_t v_empty(const flash3_block &b, int s) { return mbar_at(b, MBAR_V_EMPTY + s); }
-static __device__ __forceinline__ uint32_t q_full(const flash3_block &b, int q)  { return mbar_at(b, MBAR_Q_FULL + q); }
-static __device__ __forceinline__ uint32_t q_empty(const flash3_block &b, int q) { return mbar_at(b, MBAR_Q_EMPTY + q); }
+template <int VS = H3_STAGES>
+static __device__ __forceinline__ uint32_t k_empty(const flash3_block &b, int s) { return mbar_at(b, MBAR_K_EMPTY + H3_VS_SHIFT(VS) + s); }
+template <int VS = H3_STAGES>
+static __device__ __forceinline__ uint32_t v_empty(const flash3_block &b, int s) { return mbar_at(b, MBAR_V_EMPTY + H3_VS_SHIFT(VS) + s); }
+template <int VS = H3_STAGES>
+static __device__ __forceinline__ uint32_t q_full(const flash3_block &b, int q)  { return mbar_at(b, MBAR_Q_FULL + 2 * H3_VS_SHIFT(VS) + q); }
+template <int VS = H3_STAGES>
+static __device__ __forceinline__ uint32_t q_empty(const flash3_block &b, int q) { return mbar_at(b, MBAR_Q_EMPTY + 2 * H3_VS_SHIFT(VS) + q); }
 
 /* The block's shared memory, and (thread 0) its mbarriers armed: full barriers for one arrival,
- * empty ones for one arrival per consumer warp; then the block's one __syncthreads(). */
-template <int D, int QB, int BM = H3_BLOCK_M>
+ * empty ones for one arrival per consumer warp; then the block's one __syncthreads(). VS: the V
+ * stages (rung 14: more than the K stages). */
+template <int D, int QB, int BM = H3_BLOCK_M, int VS = H3_STAGES>
 static __device__ __forceinline__ flash3_block flash3_block_init(const flash3_params &p)
 {
     constexpr int CONSUMERS = BM / 64;        /* consumer warpgroups, 64 query rows each */
@@ -182,20 +195,20 @@ static __device__ __forceinline__ flash3_block flash3_block_init(const flash3_pa
     b.sQ = (smem_addr(smem_raw) + 1023u) & ~1023u;               /* 128B swizzle: 1024-B aligned */
     b.sK = b.sQ + QB * H3_TILE_BYTES(D, BM);
     b.sV = b.sK + H3_STAGES * KV_BYTES;
-    b.bar = b.sV + H3_STAGES * KV_BYTES;
+    b.bar = b.sV + VS * KV_BYTES;
     if (threadIdx.x == 0) {
         tma_prefetch_map(&p.q_map);
         tma_prefetch_map(&p.k_map);
         tma_prefetch_map(&p.v_map);
         for (int q = 0; q < QB; ++q) {
-            mbar_init(q_full(b, q), 1);
-            if (QB > 1) mbar_init(q_empty(b, q), 4 * CONSUMERS);
+            mbar_init(q_full<VS>(b, q), 1);
+            if (QB > 1) mbar_init(q_empty<VS>(b, q), 4 * CONSUMERS);
         }
-        for (int s = 0; s < H3_STAGES; ++s) {
-            mbar_init(k_full(b, s), 1);
-            mbar_init(v_full(b, s), 1);
-            mbar_init(k_empty(b, s), 4 * CONSUMERS);
-            mbar_init(v_empty(b, s), 4 * CONSUMERS);
+        for (int s = 0; s < (VS > H3_STAGES ? VS : H3_STAGES); ++s) {
+            if (s < H3_STAGES) mbar_init(k_full(b, s), 1);
+            if (s < VS) mbar_init(v_full(b, s), 1);
+            if (s < H3_STAGES) mbar_init(k_empty<VS>(b, s), 4 * CONSUMERS);
+            if (s < VS) mbar_init(v_empty<VS>(b, s), 4 * CONSUMERS);
         }
         mbar_fence_init();
     }
@@ -387,6 +400,11 @@ static inline int flash3_l2_sections(int seq, int head_dim, int bh_count, int G)
  * parity 1 on a fresh barrier: it passes at once. */
 static __device__ __forceinline__ int kv_stage(int u) { return u % H3_STAGES; }
 static __device__ __forceinline__ uint32_t kv_phase(int u) { return (uint32_t)(u / H3_STAGES) & 1u; }
+/* The same for V tile u where V has VS stages (rung 14); kv_stage and kv_phase where VS = H3_STAGES. */
+template <int VS>
+static __device__ __forceinline__ int v_stage(int u) { return u % VS; }
+template <int VS>
+static __device__ __forceinline__ uint32_t v_phase(int u) { return (uint32_t)(u / VS) & 1u; }
 
 /* The release of a stage or Q buffer by one consumer warp: once every lane's wgmma reading it
  * have completed (the caller's wgmma_wait), one arrival for the warp. */
@@ -784,12 +802,13 @@ typedef struct {
                                 * 192 (rungs 10-13: three consumers); 128 * (1 + block_m / 64) threads */
     int block_m_d128;          /* at head_dim 128, where it differs (rungs 11-13); 0: block_m */
     int dependent_launch;      /* 1: its kernels are launched with programmatic dependent launch
-                                * and wait for the kernel ahead themselves (rung 13) */
+                                * and wait for the kernel ahead themselves (rungs 13-14) */
+    int v_stages;              /* V stages where they differ from H3_STAGES (rung 14); 0: H3_STAGES */
 } flash3_rung;
 
 extern const flash3_rung FLASH3_RUNG(1), FLASH3_RUNG(2), FLASH3_RUNG(3), FLASH3_RUNG(4),
                          FLASH3_RUNG(5), FLASH3_RUNG(6), FLASH3_RUNG(7),
                          FLASH3_RUNG(8), FLASH3_RUNG(9), FLASH3_RUNG(10), FLASH3_RUNG(11),
-                         FLASH3_RUNG(12), FLASH3_RUNG(13);
+                         FLASH3_RUNG(12), FLASH3_RUNG(13), FLASH3_RUNG(14);
 
 #endif

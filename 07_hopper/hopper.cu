@@ -25,7 +25,9 @@
  *                        leaves half of it empty for all its rows
  *   rung13_dependent_launch.cu + programmatic dependent launch: the next kernel's launch and
  *                        set-up under the tail of the one before (griddepcontrol)
- * Without --rung: the fastest rung at each shape (rung_for: rung 13, and rung 8 on the small
+ *   rung14_loads_ahead.cu + the producer's loads further ahead: K one tile ahead of V, and V
+ *                        three stages deep
+ * Without --rung: the fastest rung at each shape (rung_for: rung 14, and rung 8 on the small
  * grids of head_dim 64).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
  * slots) is in flash3.cuh and common/sm90/.
@@ -34,7 +36,7 @@
  *   Attention with Asynchrony and Low-precision" (arXiv 2407.08608); Dao 2023, "FlashAttention-2".
  *
  * Tensors: bf16 [batch, heads, seq, head_dim], contiguous. head_dim 64 or 128 (rungs 4 and 10: 64), any
- * seq >= 1. One launch per forward, no extra device memory; rungs 8-13 where they split: two
+ * seq >= 1. One launch per forward, no extra device memory; rungs 8-14 where they split: two
  * launches and the plan and partials (flash3_split_bytes). Built for sm_90a only (wgmma exists
  * on compute capability 9.0 alone; the Makefile's 07_hopper_ARCH).
  *
@@ -62,7 +64,8 @@ static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &F
                                             &FLASH3_RUNG(4), &FLASH3_RUNG(5), &FLASH3_RUNG(6),
                                             &FLASH3_RUNG(7), &FLASH3_RUNG(8), &FLASH3_RUNG(9),
                                             &FLASH3_RUNG(10), &FLASH3_RUNG(11),
-                                            &FLASH3_RUNG(12), &FLASH3_RUNG(13) };
+                                            &FLASH3_RUNG(12), &FLASH3_RUNG(13),
+                                            &FLASH3_RUNG(14) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
@@ -80,7 +83,7 @@ static const void *rung_kernel(const flash3_rung *r, int head_dim)
     return head_dim == 64 ? r->kernel_d64 : r->kernel_d128;
 }
 
-/* Query rows of the rung's tile at head_dim (rungs 11-13: they differ between 64 and 128). */
+/* Query rows of the rung's tile at head_dim (rungs 11-14: they differ between 64 and 128). */
 static int block_m_of(const flash3_rung *r, int head_dim)
 {
     return head_dim == 128 && r->block_m_d128 ? r->block_m_d128 : r->block_m;
@@ -88,7 +91,8 @@ static int block_m_of(const flash3_rung *r, int head_dim)
 
 static size_t smem_for(const flash3_rung *r, int head_dim)
 {
-    return H3_SMEM_BYTES((size_t)head_dim, (size_t)block_m_of(r, head_dim), (size_t)r->q_buffers);
+    return H3_SMEM_BYTES_VS((size_t)head_dim, (size_t)block_m_of(r, head_dim), (size_t)r->q_buffers,
+                            (size_t)(r->v_stages ? r->v_stages : H3_STAGES));
 }
 
 /* A block of the rung: the producer warpgroup and one consumer warpgroup per 64 query rows. */
@@ -106,16 +110,16 @@ static int q_tiles_for(const flash3_rung *r, const attn_shape *s)
 
 /* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
  * at the bench shapes and over the sweep (07_hopper/ladder/, docs/perf-notes.md has each rung's
- * measurements). At head_dim 64 that depends on the grid: rung 13's 192-row tiles where
+ * measurements). At head_dim 64 that depends on the grid: rung 14's 192-row tiles where
  * batch x heads x its query tiles fill the SMs; below that (a small grid, split over the keys)
  * rung 8's 128-row tiles, where each block's one item is not shared by three warpgroups taking
  * turns. Kept per head_dim: for a while rung 6 was the fastest at head_dim 64 and rung 5 at 128,
  * and rung 10 runs head_dim 64 only. At head_dim 128 rung 13 is ahead of rung 11 at short
  * sequences and about 1% behind it at the longest (rung 12's half tile costs there what the
  * dependent launch saves). */
-#define H3_DEFAULT_RUNG_D64       13
+#define H3_DEFAULT_RUNG_D64       14
 #define H3_DEFAULT_RUNG_D64_SMALL 8
-#define H3_DEFAULT_RUNG_D128      13
+#define H3_DEFAULT_RUNG_D128      14
 
 #define H3_STR_(x) #x
 #define H3_STR(x)  H3_STR_(x)
@@ -152,8 +156,8 @@ typedef struct {
     const void *q, *k, *v, *o;
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
-    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-13) */
-    flash3_split_plan plan;    /* rungs 8-13: the split for this shape (plan.chunk 0: none) */
+    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-14) */
+    flash3_split_plan plan;    /* rungs 8-14: the split for this shape (plan.chunk 0: none) */
     void *split_mem;           /* its device copy and the partials (flash3_split_bytes) */
     flash3_work *d_work;
     int *d_first;
@@ -245,7 +249,7 @@ static int device_sms(void)
     return sms;
 }
 
-/* rungs 8-13's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
+/* rungs 8-14's plan for shape s on G blocks (the SMs) (an empty plan for the other rungs, or
  * where it does not split). Exits 1 if host memory runs out. */
 static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
 {
@@ -258,7 +262,7 @@ static void split_plan(flash3_split_plan *pl, const attn_shape *s, int G)
     }
 }
 
-/* Device bytes beyond Q, K, V, O: rungs 8-13's plan and partials where they split, else none. */
+/* Device bytes beyond Q, K, V, O: rungs 8-14's plan and partials where they split, else none. */
 static size_t flash3_extra_bytes(const attn_shape *s)
 {
     flash3_split_plan pl;
@@ -286,7 +290,7 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
     }
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
         snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
-                 "1-3, 5-9 and 11-13 run 64 and 128)", r->number, s->head_dim);
+                 "1-3, 5-9 and 11-14 run 64 and 128)", r->number, s->head_dim);
         return 1;
     }
     return tiled_supports(&l, s, prop, why, why_len);
@@ -335,7 +339,7 @@ static void *flash3_setup(attn_problem *p)
 }
 
 /* Launches kernel fn of rung r on stream st: with programmatic dependent launch where the rung's
- * kernels wait for the kernel ahead themselves (rung 13: cudaLaunchKernelExC with
+ * kernels wait for the kernel ahead themselves (rungs 13-14: cudaLaunchKernelExC with
  * cudaLaunchAttributeProgrammaticStreamSerialization; CUDA C++ Programming Guide, "Programmatic
  * Dependent Launch and Synchronization"), else a plain cudaLaunchKernel. */
 static void launch_kernel(const flash3_rung *r, const void *fn, dim3 grid, dim3 block, void **args,
@@ -360,7 +364,7 @@ static void launch_kernel(const flash3_rung *r, const void *fn, dim3 grid, dim3 
 
 /* One launch of the rung's kernel: grid (batch*heads, query tiles), or min(SMs, query tiles x
  * batch*heads) blocks for a persistent rung; 128 per warpgroup (384, or 512 with three consumer
- * warpgroups: rung 10, and rungs 11-13 at head_dim 64). */
+ * warpgroups: rung 10, and rungs 11-14 at head_dim 64). */
 static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;
@@ -398,7 +402,7 @@ static void flash3_forward(attn_problem *p)
     launch_kernel(r, rung_kernel(r, s->head_dim), grid, dim3(threads_for(r, s->head_dim)), args,
                   smem_for(r, s->head_dim), p->stream);
     if (st->plan.n_combine) {
-        /* rungs 8-13: the split tiles' partials into O (256 threads: 8 columns each, rows of
+        /* rungs 8-14: the split tiles' partials into O (256 threads: 8 columns each, rows of
          * 256 / (head_dim / 8) a block) */
         flash3_combine_params cp;
         cp.tiles = st->d_combine;
@@ -454,7 +458,8 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                     10  8 + three consumer warpgroups, 192x128 tiles             64\n"
     "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128\n"
     "                     12  + the masked half of the diagonal tile skipped           64, 128\n"
-    "                     13  + the next kernel's launch under this one's tail (PDL)   64, 128",
+    "                     13  + the next kernel's launch under this one's tail (PDL)   64, 128\n"
+    "                     14  + K one tile ahead of V, and V three stages deep         64, 128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

@@ -3,7 +3,7 @@
 # mbarriers, wgmma (S = Q.K^T from shared memory, O += P.V with P from registers).
 #
 # Per step: one kernel, flash3_fwd_bf16_causal_<BLOCK_M>x<BLOCK_N>_d<head_dim>_r<rung>_sm90a, no
-# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (8 or 13) splits
+# copy, no memset, no device memory beyond Q, K, V, O; where the default rung (8 or 14) splits
 # the keys of a small grid, that kernel and flash3_fwd_combine_bf16_d<head_dim>_r<rung>_sm90a, and its
 # plan and partials as extra bytes. head_dim 64 and 128 only. The binary holds
 # sm_90a code only, so every GPU test needs compute capability 9.0 (H100/H200) and skips elsewhere,
@@ -11,9 +11,9 @@
 load helpers
 
 # The default rungs and their kernels (helpers.bash: flash3_default_rung, flash3_kernel; 64 query
-# rows per consumer warpgroup, 128-key tiles): at head_dim 64 rung 13 (three consumer warpgroups,
+# rows per consumer warpgroup, 128-key tiles): at head_dim 64 rung 14 (three consumer warpgroups,
 # 192-row tiles) where batch x heads x its query tiles fill the SMs, else rung 8 (two, 128 rows);
-# rung 13 at head_dim 128 (two, 128 rows). tests/07_ladder.bats runs every rung.
+# rung 14 at head_dim 128 (two, 128 rows). tests/07_ladder.bats runs every rung.
 D64_KERNEL=$(flash3_kernel "$FLASH3_DEFAULT_D64" 64)
 D128_KERNEL=$(flash3_kernel "$FLASH3_DEFAULT_D128" 128)
 
@@ -160,8 +160,8 @@ assert_07_shape() {
     [ "$(trace_query "$TRACE" ranges flash3_attention_forward)" -eq 3 ]
     # persistent grid: min(SMs, 128 x 6 query tiles of 192 rows) = 132 blocks on the H100/H200
     # (132 SMs), 4 warpgroups (three consumers), opt-in dynamic shared memory:
-    # 1024 (alignment) + 2 x Q 24576 + 2 x (K 16384 + V 16384) + 12 mbarriers x 8 = 115808 B
-    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[512, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 115808 B \(opt-in\)"
+    # 1024 (alignment) + 2 x Q 24576 + 2 x K 16384 + 3 x V 16384 + 14 mbarriers x 8 = 132208 B
+    printf '%s\n' "$output" | grep -qE "^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[512, 1, 1\], [0-9]+ registers/thread, shared memory 0 \+ 132208 B \(opt-in\)"
     # the table's Name column holds 55 characters: a longer name is cut to 52 and "..."
     local shown="${D64_KERNEL}(flash3_params)"
     shown="${shown:0:52}..."
@@ -174,15 +174,15 @@ assert_07_shape() {
 # On the H100/H200 (65536 registers per SM, 228 KiB of shared memory, 1 KiB of it reserved per
 # block) the profiler reads the registers a kernel is launched with: the cap at entry that
 # __launch_bounds__ gives, not what the warpgroups move to with setmaxnreg.
-#   d64 (rung 13, 512 threads): 65536 / 512 = 128 (not the producer's 32 and the consumers' 160)
-#       -> 1 block, 16 warps = 25%; 115808 B of shared memory allow 1 block too: limited by both.
-#   d128 (rung 13, 384 threads): 65536 / 384 rounded down to a multiple of 8 = 168 (not 24 and
-#       240) -> 1 block, 12 warps = 18.75%; 197728 B allow 1 block too: limited by both.
+#   d64 (rung 14, 512 threads): 65536 / 512 = 128 (not the producer's 32 and the consumers' 160)
+#       -> 1 block, 16 warps = 25%; 132208 B of shared memory allow 1 block too: limited by both.
+#   d128 (rung 14, 384 threads): 65536 / 384 rounded down to a multiple of 8 = 168 (not 24 and
+#       240) -> 1 block, 12 warps = 18.75%; 230512 B allow 1 block too: limited by both.
 #   Kineto, which ignores the opt-in, says 0% for both.
 # Both kernels run a persistent grid: min(132 SMs, 32 x 11 or 32 x 16 query tiles) = 132 blocks.
 @test "07_hopper on compute capability 9.0: registers at entry, 1 block/SM, occupancy per head_dim" {
-    local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[512, 1, 1\], 128 registers/thread, shared memory 0 \+ 115808 B \(opt-in\), 1 block/SM \(16 warps\), occupancy 25\.00%, limited by registers \+ shared memory, Kineto: 0%, "
-    local d128_re="^  $D128_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 197728 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers \+ shared memory, Kineto: 0%, "
+    local d64_re="^  $D64_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[512, 1, 1\], 128 registers/thread, shared memory 0 \+ 132208 B \(opt-in\), 1 block/SM \(16 warps\), occupancy 25\.00%, limited by registers \+ shared memory, Kineto: 0%, "
+    local d128_re="^  $D128_KERNEL\(flash3_params\): grid \[132, 1, 1\], block \[384, 1, 1\], 168 registers/thread, shared memory 0 \+ 230512 B \(opt-in\), 1 block/SM \(12 warps\), occupancy 18\.75%, limited by registers \+ shared memory, Kineto: 0%, "
     for d in 64 128; do
         stage_result 07_hopper --batch 2 --heads 16 --seq 2048 --head-dim "$d"
         [ "$status" -eq 0 ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # 07_hopper's ladder: every rung (./07_hopper/run --rung N) is its own kernel,
-# flash3_fwd_bf16_causal_<BLOCK_M>x128_d<head_dim>_r<N>_sm90a (BLOCK_M 128; 192 on rung 10 and on rungs 11-13
+# flash3_fwd_bf16_causal_<BLOCK_M>x128_d<head_dim>_r<N>_sm90a (BLOCK_M 128; 192 on rung 10 and on rungs 11-14
 # at head_dim 64), and must pass what the chapter's kernel
 # passes: every query row of the odd sequence lengths at both head_dims it runs, one kernel per
 # step, no extra device memory, the same O bits over repeated runs. GPU tests need compute
@@ -19,6 +19,8 @@ setup() {
 #   (rungs 6-10 store O from the Q buffer it was staged in: no shared memory of their own)
 #   rungs 10-13 (192-row Q tiles, two buffers), d64: 1024 + 49152 + 65536 + 96 = 115808
 #   rungs 11-13 at d128 (128-row Q tiles, two buffers): as rungs 3-9, 197728
+#   rung 14 (three V stages: 2 K + 3 V tiles, 14 mbarriers): d64 1024 + 49152 + 81920 + 112 =
+#   132208, d128 1024 + 65536 + 163840 + 112 = 230512
 smem_of() {
     case "$1:$2" in
         1:64 | 2:64) echo 83016 ;;
@@ -26,6 +28,8 @@ smem_of() {
         3:64 | 4:64 | 5:64 | 6:64 | 7:64 | 8:64 | 9:64) echo 99424 ;;
         3:128 | 5:128 | 6:128 | 7:128 | 8:128 | 9:128 | 11:128 | 12:128 | 13:128) echo 197728 ;;
         10:64 | 11:64 | 12:64 | 13:64) echo 115808 ;;
+        14:64) echo 132208 ;;
+        14:128) echo 230512 ;;
     esac
 }
 
@@ -116,6 +120,8 @@ rung_checks() {
 @test "07 ladder rung 12 head_dim 128: every odd seq PASS, one r12 kernel (+ combine where split), same o_hash" { rung_case 12 128; }
 @test "07 ladder rung 13 head_dim 64: every odd seq PASS, one r13 kernel (+ combine where split), same o_hash" { rung_case 13 64; }
 @test "07 ladder rung 13 head_dim 128: every odd seq PASS, one r13 kernel (+ combine where split), same o_hash" { rung_case 13 128; }
+@test "07 ladder rung 14 head_dim 64: every odd seq PASS, one r14 kernel (+ combine where split), same o_hash" { rung_case 14 64; }
+@test "07 ladder rung 14 head_dim 128: every odd seq PASS, one r14 kernel (+ combine where split), same o_hash" { rung_case 14 128; }
 
 # Rung 8 splits the keys where the tiles are few against the SMs (flash3_split.h; the plans are
 # checked on the CPU below): at 2x3x1000 (48 tiles) chunks of 2 key tiles where the device has
@@ -160,12 +166,12 @@ rung_checks() {
 }
 
 # A NaN in Q stays in its own row of O where the keys are split: row 999 of head (0, 0) lies in
-# the last query tile, which rungs 8 and 9 cut into 4 chunks at 2x3x1000, and rungs 10-13
+# the last query tile, which rungs 8 and 9 cut into 4 chunks at 2x3x1000, and rungs 10-14
 # (192-row tiles at head_dim 64) into 4 (the check fails if the NaN rows of O are not exactly that
 # row; a split that dropped the NaN would write a finite row).
-@test "07 ladder rungs 8-13: --poison-q 999 at 2x3x1000, a split shape: the NaN stays in its own row" {
+@test "07 ladder rungs 8-14: --poison-q 999 at 2x3x1000, a split shape: the NaN stays in its own row" {
     local r d
-    for r in 8 9 10 11 12 13; do
+    for r in 8 9 10 11 12 13 14; do
         for d in 64 128; do
             [ "$r:$d" != 10:128 ] || continue
             rung_result "$r 2 3 1000 $d --poison-q 999 --check-rows all"
@@ -202,6 +208,10 @@ same_o_bits() {
 # rung 12's O, bit for bit, where it splits (seq 1000: the combine kernel launched the same way).
 @test "07 ladder: rung 13 writes the same O bits as rung 12 at seq 1000, each head_dim" { same_o_bits 12 13; }
 
+# Rung 14 changes when the producer loads K and V and into which stage, not what the consumers
+# compute: rung 13's O, bit for bit.
+@test "07 ladder: rung 14 writes the same O bits as rung 13 at seq 1000, each head_dim" { same_o_bits 13 14; }
+
 # The overlap inside a warpgroup, in the SASS: from rung 2 on, each key tile's S and the previous
 # tile's P.V are issued together, S is waited for (WARPGROUP.DEPBAR.LE gsb0, 0x1), the softmax runs,
 # and then P.V is waited for (WARPGROUP.DEPBAR.LE gsb0, 0x0). ptxas moves a plain wait for P.V up to
@@ -210,7 +220,7 @@ same_o_bits() {
 # there). Rung 11 computes alpha whether or not O is rescaled, so its tile has 66 too. So in the
 # machine code of each rung's head_dim-128 forward kernel, every wait for P.V that follows a wait
 # for S must come after the softmax's 66 exponentials (MUFU.EX2: 64 of P, 2 of alpha, per thread),
-# but one on rungs 12-13: the half tile's step (one copy of the code) has 34 (32 of P, 2 of alpha).
+# but one on rungs 12-14: the half tile's step (one copy of the code) has 34 (32 of P, 2 of alpha).
 # sass_waits KERNEL: "<waits for S> <waits for P.V after one> <those with fewer than 34 EX2 before
 # them, or a wait for S with no wait for P.V before the next> <those with 34 to 65>", in address
 # order.
@@ -224,13 +234,13 @@ sass_waits() {
         END { if (after_s) early++; printf "%d %d %d %d\n", s, n, early, half }' "$BATS_FILE_TMPDIR/07.sass"
 }
 
-@test "07 ladder: the SASS of rungs 2-9 and 11-13 at head_dim 128 waits for P.V after the softmax's exponentials (no GPU needed)" {
+@test "07 ladder: the SASS of rungs 2-9 and 11-14 at head_dim 128 waits for P.V after the softmax's exponentials (no GPU needed)" {
     local dump; dump=$(find_tool cuobjdump)
     [ -n "$dump" ] || skip "cuobjdump not found (the CUDA toolkit's binary utilities)"
     [ -x "$ROOT/07_hopper/run" ] || skip "07_hopper/run is not built (make 07_hopper)"
     "$dump" -sass "$ROOT/07_hopper/run" > "$BATS_FILE_TMPDIR/07.sass"
     local r ns n early half fails=0
-    for r in 2 3 5 6 7 8 9 11 12 13; do
+    for r in 2 3 5 6 7 8 9 11 12 13 14; do
         read -r ns n early half < <(sass_waits "flash3_fwd_bf16_causal_128x128_d128_r${r}_sm90a")
         echo "rung $r head_dim 128: $ns waits for S, $n waits for P.V after one, $early early or missing, $half after a half tile's softmax"
         [ "$ns" -ge 1 ] && [ "$n" -eq "$ns" ] && [ "$early" -eq 0 ] || fails=$((fails + 1))
@@ -285,8 +295,9 @@ sass_waits() {
 # (704 tiles of 192 rows), whose rows each walk the same key tiles with the same arithmetic in
 # other tiles: the same bits again, at head_dim 64. Rung 11 takes its P from another offset (the
 # running max it keeps), so its bits are its own: PASS and its kernel, at both head_dims; rung 12
-# leaves out only exact zeros of rung 11's, and rung 13 launches rung 12: rung 11's bits.
-@test "07 ladder: rungs 5-13 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3 (rungs 11-13: rung 11's)" {
+# leaves out only exact zeros of rung 11's, rung 13 launches rung 12 and rung 14 loads rung 13's
+# tiles in another order: rung 11's bits.
+@test "07 ladder: rungs 5-14 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3 (rungs 11-14: rung 11's)" {
     local d r base want got shape rungs
     for d in 64 128; do
         if [ "$d" = 64 ]; then shape=(4 8 4096 64); base=4; rungs="5 6 7 8 9 10"
@@ -312,7 +323,7 @@ sass_waits() {
         assert_rel_l2_le 1e-2
         assert_rung_kernel 11 "$d"
         want=$(field o_hash)
-        for r in 12 13; do
+        for r in 12 13 14; do
             rung_result "$r ${shape[*]} --seed 7"
             echo "${shape[*]}: rung $r $(field o_hash) (rung 11: $want)"
             [ "$status" -eq 0 ]
@@ -325,7 +336,7 @@ sass_waits() {
 
 # ---- CPU ---------------------------------------------------------------------------------------
 
-@test "07 ladder: --help lists the thirteen rungs with their idea and head_dims (no GPU needed)" {
+@test "07 ladder: --help lists the fourteen rungs with their idea and head_dims (no GPU needed)" {
     run "$ROOT/07_hopper/run" --help
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" | grep -qxF '                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128'
@@ -341,6 +352,7 @@ sass_waits() {
     printf '%s\n' "$output" | grep -qxF "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128"
     printf '%s\n' "$output" | grep -qxF "                     12  + the masked half of the diagonal tile skipped           64, 128"
     printf '%s\n' "$output" | grep -qxF "                     13  + the next kernel's launch under this one's tail (PDL)   64, 128"
+    printf '%s\n' "$output" | grep -qxF "                     14  + K one tile ahead of V, and V three stages deep         64, 128"
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
     # one line per rung file, each as bench/ladder.py reads it (number, idea, head_dims on one
     # line: a rung whose line wraps would be left out of make ladder's table)
@@ -349,12 +361,12 @@ sass_waits() {
 
 @test "07 ladder: a bad --rung exits 2 with one line naming the range (no GPU needed)" {
     local v
-    for v in 0 14 99 x -1 2.5 ''; do
+    for v in 0 15 99 x -1 2.5 ''; do
         run "$ROOT/07_hopper/run" --rung "$v" --trace none
         echo "--rung '$v': $status $output"
         [ "$status" -eq 2 ]
         [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
-        [[ "$output" == "--rung: "*"(expected 1 to 13)" ]]
+        [[ "$output" == "--rung: "*"(expected 1 to 14)" ]]
     done
     run "$ROOT/07_hopper/run" --trace none --rung
     [ "$status" -eq 2 ]
@@ -367,7 +379,7 @@ sass_waits() {
         run "$ROOT/07_hopper/run" --rung "$r" --head-dim 128 --trace none
         echo "$output"
         [ "$status" -eq 2 ]
-        [ "$output" = "rung $r of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3, 5-9 and 11-13 run 64 and 128)" ]
+        [ "$output" = "rung $r of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3, 5-9 and 11-14 run 64 and 128)" ]
     done
 }
 

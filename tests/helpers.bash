@@ -620,18 +620,18 @@ assert_eager_kernels_and_ranges() {
 
 # ---- 07_hopper's rungs (07_hopper.bats, 07_ladder.bats, regions.bats) -----------------------------
 # flash3_block_m RUNG [HEAD_DIM]: the query rows of the rung's tile at that head_dim (default 64),
-# 64 per consumer warpgroup: 192 (three consumer warpgroups) on rung 10 and on rungs 11-13 at
+# 64 per consumer warpgroup: 192 (three consumer warpgroups) on rung 10 and on rungs 11-14 at
 # head_dim 64; 128 (two) otherwise.
 flash3_block_m() {
     if [ "$1" -eq 10 ] || { [ "$1" -ge 11 ] && [ "${2:-64}" = 64 ]; }; then echo 192; else echo 128; fi
 }
 # flash3_kernel RUNG HEAD_DIM: the rung's attention kernel at that head_dim.
 flash3_kernel() { echo "flash3_fwd_bf16_causal_$(flash3_block_m "$1" "$2")x128_d$2_r$1_sm90a"; }
-# The default rungs (07_hopper/hopper.cu's rung_for): at head_dim 64 rung 13 where batch x heads x
-# its 192-row query tiles fill the SMs, rung 8 below that; rung 13 at head_dim 128.
-FLASH3_DEFAULT_D64=13
+# The default rungs (07_hopper/hopper.cu's rung_for): at head_dim 64 rung 14 where batch x heads x
+# its 192-row query tiles fill the SMs, rung 8 below that; rung 14 at head_dim 128.
+FLASH3_DEFAULT_D64=14
 FLASH3_DEFAULT_D64_SMALL=8
-FLASH3_DEFAULT_D128=13
+FLASH3_DEFAULT_D128=14
 # flash3_default_rung HEAD_DIM [BATCH HEADS SEQ SMS]: the rung a run without --rung takes
 # (without the shape: a grid that fills the SMs, as the default shape's does).
 flash3_default_rung() {

@@ -136,10 +136,10 @@ runs_07_ladder() {
             rung_flags $r
         done < <(rung_cases $c)
     done < <(test_calls rung_case "$(suite_file 07_ladder)")
-    # the L2-sections test: the rung each builds on and rungs 5-13, at shapes of two sections
-    for r in 4 5 6 7 8 9 10 11 12 13; do rung_flags "$r" 4 8 4096 64 --seed 7; done
-    for r in 3 5 6 7 8 9 11 12 13; do rung_flags "$r" 1 16 4096 128 --seed 7; done
-    # rungs 8-13 with a NaN in a split tile (rung 10: head_dim 64)
+    # the L2-sections test: the rung each builds on and rungs 5-14, at shapes of two sections
+    for r in 4 5 6 7 8 9 10 11 12 13 14; do rung_flags "$r" 4 8 4096 64 --seed 7; done
+    for r in 3 5 6 7 8 9 11 12 13 14; do rung_flags "$r" 1 16 4096 128 --seed 7; done
+    # rungs 8-14 with a NaN in a split tile (rung 10: head_dim 64)
     for r in 8 9; do
         rung_flags "$r" 2 3 1000 64 --poison-q 999 --check-rows all
         rung_flags "$r" 2 3 1000 128 --poison-q 999 --check-rows all
@@ -151,6 +151,8 @@ runs_07_ladder() {
     rung_flags 12 2 3 1000 128 --poison-q 999 --check-rows all
     rung_flags 13 2 3 1000 64 --poison-q 999 --check-rows all
     rung_flags 13 2 3 1000 128 --poison-q 999 --check-rows all
+    rung_flags 14 2 3 1000 64 --poison-q 999 --check-rows all
+    rung_flags 14 2 3 1000 128 --poison-q 999 --check-rows all
     # rung 8 where it has nothing to split
     rung_flags 8 2 3 65 64 --check-rows all --seed 7
     rung_flags 8 2 3 65 128 --check-rows all --seed 7
