@@ -114,9 +114,8 @@ static int q_tiles_for(const flash3_rung *r, const attn_shape *s)
  * batch x heads x its query tiles fill the SMs; below that (a small grid, split over the keys)
  * rung 8's 128-row tiles, where each block's one item is not shared by three warpgroups taking
  * turns. Kept per head_dim: for a while rung 6 was the fastest at head_dim 64 and rung 5 at 128,
- * and rung 10 runs head_dim 64 only. At head_dim 128 rung 13 is ahead of rung 11 at short
- * sequences and about 1% behind it at the longest (rung 12's half tile costs there what the
- * dependent launch saves). */
+ * and rung 10 runs head_dim 64 only. Rung 14 is rung 13 with the producer's loads further ahead:
+ * about 1% faster at head_dim 128 and level at 64's bench shapes. */
 #define H3_DEFAULT_RUNG_D64       14
 #define H3_DEFAULT_RUNG_D64_SMALL 8
 #define H3_DEFAULT_RUNG_D128      14
