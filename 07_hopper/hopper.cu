@@ -115,7 +115,7 @@ static int q_tiles_for(const flash3_rung *r, const attn_shape *s)
  * rung 8's 128-row tiles, where each block's one item is not shared by three warpgroups taking
  * turns. Kept per head_dim: for a while rung 6 was the fastest at head_dim 64 and rung 5 at 128,
  * and rung 10 runs head_dim 64 only. Rung 14 is rung 13 with the producer's loads further ahead:
- * about 1% faster at head_dim 128 and level at 64's bench shapes. */
+ * faster than rung 13 at head_dim 128 and level at 64's bench shapes (docs/perf-notes.md). */
 #define H3_DEFAULT_RUNG_D64       14
 #define H3_DEFAULT_RUNG_D64_SMALL 8
 #define H3_DEFAULT_RUNG_D128      14
