@@ -183,9 +183,10 @@ template <int VS = H3_STAGES>
 static __device__ __forceinline__ uint32_t q_empty(const flash3_block &b, int q) { return mbar_at(b, MBAR_Q_EMPTY + 2 * H3_VS_SHIFT(VS) + q); }
 
 /* The block's shared memory, and (thread 0) its mbarriers armed: full barriers for one arrival,
- * empty ones for one arrival per consumer warp; then the block's one __syncthreads(). VS: the V
- * stages (rung 14: more than the K stages). */
-template <int D, int QB, int BM = H3_BLOCK_M, int VS = H3_STAGES>
+ * empty ones for one arrival per consumer warp (of each of the CTAS blocks that share the K and V
+ * stages: rung 15's cluster of two); then the block's one __syncthreads(). VS: the V stages
+ * (rungs 14-15: more than the K stages). */
+template <int D, int QB, int BM = H3_BLOCK_M, int VS = H3_STAGES, int CTAS = 1>
 static __device__ __forceinline__ flash3_block flash3_block_init(const flash3_params &p)
 {
     constexpr int CONSUMERS = BM / 64;        /* consumer warpgroups, 64 query rows each */
@@ -207,8 +208,8 @@ static __device__ __forceinline__ flash3_block flash3_block_init(const flash3_pa
         for (int s = 0; s < (VS > H3_STAGES ? VS : H3_STAGES); ++s) {
             if (s < H3_STAGES) mbar_init(k_full(b, s), 1);
             if (s < VS) mbar_init(v_full(b, s), 1);
-            if (s < H3_STAGES) mbar_init(k_empty<VS>(b, s), 4 * CONSUMERS);
-            if (s < VS) mbar_init(v_empty<VS>(b, s), 4 * CONSUMERS);
+            if (s < H3_STAGES) mbar_init(k_empty<VS>(b, s), 4 * CONSUMERS * CTAS);
+            if (s < VS) mbar_init(v_empty<VS>(b, s), 4 * CONSUMERS * CTAS);
         }
         mbar_fence_init();
     }
@@ -803,12 +804,15 @@ typedef struct {
     int block_m_d128;          /* at head_dim 128, where it differs (rungs 11-13); 0: block_m */
     int dependent_launch;      /* 1: its kernels are launched with programmatic dependent launch
                                 * and wait for the kernel ahead themselves (rungs 13-14) */
-    int v_stages;              /* V stages where they differ from H3_STAGES (rung 14); 0: H3_STAGES */
+    int v_stages;              /* V stages where they differ from H3_STAGES (rungs 14-15); 0: H3_STAGES */
+    int cluster;               /* blocks per cluster that share each K and V tile, loaded once
+                                * and multicast to both (rung 15: 2); its tiles of query rows are
+                                * cluster * block_m rows; 0: no cluster */
 } flash3_rung;
 
 extern const flash3_rung FLASH3_RUNG(1), FLASH3_RUNG(2), FLASH3_RUNG(3), FLASH3_RUNG(4),
                          FLASH3_RUNG(5), FLASH3_RUNG(6), FLASH3_RUNG(7),
                          FLASH3_RUNG(8), FLASH3_RUNG(9), FLASH3_RUNG(10), FLASH3_RUNG(11),
-                         FLASH3_RUNG(12), FLASH3_RUNG(13), FLASH3_RUNG(14);
+                         FLASH3_RUNG(12), FLASH3_RUNG(13), FLASH3_RUNG(14), FLASH3_RUNG(15);
 
 #endif

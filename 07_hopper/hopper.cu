@@ -65,7 +65,7 @@ static const flash3_rung *const RUNGS[] = { &FLASH3_RUNG(1), &FLASH3_RUNG(2), &F
                                             &FLASH3_RUNG(7), &FLASH3_RUNG(8), &FLASH3_RUNG(9),
                                             &FLASH3_RUNG(10), &FLASH3_RUNG(11),
                                             &FLASH3_RUNG(12), &FLASH3_RUNG(13),
-                                            &FLASH3_RUNG(14) };
+                                            &FLASH3_RUNG(14), &FLASH3_RUNG(15) };
 #define N_RUNGS ((int)(sizeof RUNGS / sizeof RUNGS[0]))
 
 /* --rung N (0: not given, the default below). This file is compiled twice (the plain build and
@@ -101,11 +101,17 @@ static unsigned threads_for(const flash3_rung *r, int head_dim)
     return 128u * (1u + (unsigned)block_m_of(r, head_dim) / 64u);
 }
 
-/* Query tiles of one (batch, head) of shape s on the rung's tiles. */
+/* Query rows of one work item: the rung's tile, or a cluster's (rung 15: two blocks' tiles). */
+static int item_rows_of(const flash3_rung *r, int head_dim)
+{
+    return block_m_of(r, head_dim) * (r->cluster ? r->cluster : 1);
+}
+
+/* Query tiles (work items) of one (batch, head) of shape s on the rung's tiles. */
 static int q_tiles_for(const flash3_rung *r, const attn_shape *s)
 {
-    const int bm = block_m_of(r, s->head_dim);
-    return (s->seq + bm - 1) / bm;
+    const int rows = item_rows_of(r, s->head_dim);
+    return (s->seq + rows - 1) / rows;
 }
 
 /* The chapter's kernel, without --rung: at each head_dim the rung of the ladder that ran fastest
@@ -155,6 +161,7 @@ typedef struct {
     const void *q, *k, *v, *o;
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
+    int clusters;              /* rung 15: clusters of its kernel that fit on the GPU at once */
     int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-14) */
     flash3_split_plan plan;    /* rungs 8-14: the split for this shape (plan.chunk 0: none) */
     void *split_mem;           /* its device copy and the partials (flash3_split_bytes) */
@@ -209,10 +216,13 @@ static void encode_tile_map(const flash3_state *st, CUtensorMap *map, const void
     }
 }
 
-/* The persistent grid: one block per SM, fewer if there are fewer tiles. */
+/* The persistent grid: one block per SM, fewer if there are fewer tiles; on a rung with clusters
+ * (rung 15), one cluster per item up to as many as fit at once (st->clusters), its blocks. */
 static long long grid_blocks(const flash3_state *st, const attn_shape *s)
 {
-    const long long tiles = (long long)s->batch * s->heads * q_tiles_for(rung_for(s, st->sms), s);
+    const flash3_rung *r = rung_for(s, st->sms);
+    const long long tiles = (long long)s->batch * s->heads * q_tiles_for(r, s);
+    if (r->cluster) return (tiles < st->clusters ? tiles : st->clusters) * r->cluster;
     return tiles < st->sms ? tiles : st->sms;
 }
 
@@ -224,9 +234,17 @@ static void encode_maps(flash3_state *st, const attn_problem *p)
     const int panels = s->head_dim / 64;
     const flash3_rung *r = rung_for(s, st->sms);
     const int bm = block_m_of(r, s->head_dim);
-    encode_tile_map(st, &st->q_map, p->q, s, bm, panels);
-    encode_tile_map(st, &st->k_map, p->k, s, H3_BLOCK_N, panels);
-    encode_tile_map(st, &st->v_map, p->v, s, H3_BLOCK_N, panels);
+    if (r->cluster) {
+        /* rung 15: Q by 64-row blocks of one panel; K and V by panels (one per block of the
+         * cluster, multicast to both) */
+        encode_tile_map(st, &st->q_map, p->q, s, 64, 1);
+        encode_tile_map(st, &st->k_map, p->k, s, H3_BLOCK_N, 1);
+        encode_tile_map(st, &st->v_map, p->v, s, H3_BLOCK_N, 1);
+    } else {
+        encode_tile_map(st, &st->q_map, p->q, s, bm, panels);
+        encode_tile_map(st, &st->k_map, p->k, s, H3_BLOCK_N, panels);
+        encode_tile_map(st, &st->v_map, p->v, s, H3_BLOCK_N, panels);
+    }
     encode_tile_map(st, &st->o_map, p->o, s, 64, 1);
     st->q = p->q;
     st->k = p->k;
@@ -234,9 +252,10 @@ static void encode_maps(flash3_state *st, const attn_problem *p)
     st->o = p->o;
     st->shape = *s;
     const int G = (int)grid_blocks(st, s);
-    st->l2_sections = bm == H3_BLOCK_M3
-                    ? flash3_l2_sections<H3_BLOCK_M3>(s->seq, s->head_dim, s->batch * s->heads, G)
-                    : flash3_l2_sections<H3_BLOCK_M>(s->seq, s->head_dim, s->batch * s->heads, G);
+    const int bh = s->batch * s->heads;
+    st->l2_sections = r->cluster ? flash3_l2_sections<2 * H3_BLOCK_M>(s->seq, s->head_dim, bh, G / r->cluster)
+                    : bm == H3_BLOCK_M3 ? flash3_l2_sections<H3_BLOCK_M3>(s->seq, s->head_dim, bh, G)
+                                        : flash3_l2_sections<H3_BLOCK_M>(s->seq, s->head_dim, bh, G);
 }
 
 /* The multiprocessors of the current device. */
@@ -288,8 +307,9 @@ static int flash3_supports(const attn_shape *s, const cudaDeviceProp *prop, char
         return 1;
     }
     if ((s->head_dim == 64 || s->head_dim == 128) && !rung_kernel(r, s->head_dim)) {
-        snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs 64; rungs "
-                 "1-3, 5-9 and 11-14 run 64 and 128)", r->number, s->head_dim);
+        snprintf(why, why_len, "rung %d of 07_hopper does not run head_dim %d (it runs %d; rungs "
+                 "1-3, 5-9 and 11-14 run 64 and 128)", r->number, s->head_dim,
+                 s->head_dim == 64 ? 128 : 64);
         return 1;
     }
     return tiled_supports(&l, s, prop, why, why_len);
@@ -306,9 +326,21 @@ static void *flash3_setup(attn_problem *p)
     int dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&st->sms, cudaDevAttrMultiProcessorCount, dev));
-    encode_maps(st, p);
     const flash3_rung *r = rung_for(&p->shape, st->sms);
     tiled_kernel_setup(rung_kernel(r, p->shape.head_dim), smem_for(r, p->shape.head_dim), 0);
+    if (r->cluster) {
+        /* rung 15: how many of its clusters the GPU holds at once (one block per SM; a cluster's
+         * blocks on SMs of one GPC) */
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3((unsigned)(r->cluster * st->sms));
+        cfg.blockDim = dim3(threads_for(r, p->shape.head_dim));
+        cfg.dynamicSmemBytes = smem_for(r, p->shape.head_dim);
+        CUDA_CHECK(cudaOccupancyMaxActiveClusters(&st->clusters, rung_kernel(r, p->shape.head_dim), &cfg));
+        if (st->clusters < 1)
+            check_fail("CUDA", "cudaOccupancyMaxActiveClusters", __FILE__, __LINE__,
+                       "no cluster of rung 15's kernel fits on this GPU", NULL);
+    }
+    encode_maps(st, p);
     split_plan(&st->plan, &p->shape, st->sms);   /* all SMs: a split makes more items than tiles */
     if (st->plan.chunk) {
         /* the plan to the device, and room for the partials, in flash3_split_bytes' layout */
@@ -458,7 +490,8 @@ const attn_stage ATTN_STAGE_SYMBOL = {
     "                     11  + O rescaled only when P would pass 2^8, under next S    64, 128\n"
     "                     12  + the masked half of the diagonal tile skipped           64, 128\n"
     "                     13  + the next kernel's launch under this one's tail (PDL)   64, 128\n"
-    "                     14  + K one tile ahead of V, and V three stages deep         64, 128",
+    "                     14  + K one tile ahead of V, and V three stages deep         64, 128\n"
+    "                     15  + K and V multicast to a cluster of two (head_dim 128)   128",
     /* tolerance */   0.0,
     /* env_help */    NULL,
     /* check_env */   NULL,

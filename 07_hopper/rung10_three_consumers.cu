@@ -251,5 +251,5 @@ const flash3_rung FLASH3_RUNG(10) = {
     (const void *)FLASH3_KERNEL(flash3_fwd_combine_bf16_d64_r10_sm90a),
     NULL,
     /* block_m */ R10_BLOCK_M, /* block_m_d128 */ 0, /* dependent_launch */ 0,
-    /* v_stages */ 0,
+    /* v_stages */ 0, /* cluster */ 0,
 };

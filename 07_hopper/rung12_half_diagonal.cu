@@ -321,5 +321,5 @@ const flash3_rung FLASH3_RUNG(12) = {
     (const void *)FLASH3_KERNEL(flash3_fwd_combine_bf16_d64_r12_sm90a),
     (const void *)FLASH3_KERNEL(flash3_fwd_combine_bf16_d128_r12_sm90a),
     /* block_m */ R12_BLOCK_M(64), /* block_m_d128 */ R12_BLOCK_M(128), /* dependent_launch */ 0,
-    /* v_stages */ 0,
+    /* v_stages */ 0, /* cluster */ 0,
 };

@@ -325,5 +325,5 @@ const flash3_rung FLASH3_RUNG(13) = {
     (const void *)FLASH3_KERNEL(flash3_fwd_combine_bf16_d64_r13_sm90a),
     (const void *)FLASH3_KERNEL(flash3_fwd_combine_bf16_d128_r13_sm90a),
     /* block_m */ R13_BLOCK_M(64), /* block_m_d128 */ R13_BLOCK_M(128), /* dependent_launch */ 1,
-    /* v_stages */ 0,
+    /* v_stages */ 0, /* cluster */ 0,
 };

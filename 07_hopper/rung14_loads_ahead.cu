@@ -376,5 +376,5 @@ const flash3_rung FLASH3_RUNG(14) = {
     (const void *)FLASH3_KERNEL(flash3_fwd_combine_bf16_d64_r14_sm90a),
     (const void *)FLASH3_KERNEL(flash3_fwd_combine_bf16_d128_r14_sm90a),
     /* block_m */ R14_BLOCK_M(64), /* block_m_d128 */ R14_BLOCK_M(128), /* dependent_launch */ 1,
-    /* v_stages */ R14_V_STAGES,
+    /* v_stages */ R14_V_STAGES, /* cluster */ 0,
 };

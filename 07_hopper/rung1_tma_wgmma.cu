@@ -171,5 +171,5 @@ const flash3_rung FLASH3_RUNG(1) = {
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d64_r1_sm90a),
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d128_r1_sm90a),
     /* persistent */ 0, /* q_buffers */ 1, /* combine */ NULL, NULL, /* block_m */ H3_BLOCK_M, 0,
-    /* dependent_launch */ 0, /* v_stages */ 0,
+    /* dependent_launch */ 0, /* v_stages */ 0, /* cluster */ 0,
 };

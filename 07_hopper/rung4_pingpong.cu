@@ -240,5 +240,5 @@ const flash3_rung FLASH3_RUNG(4) = {
     (const void *)FLASH3_KERNEL(flash3_fwd_bf16_causal_128x128_d64_r4_sm90a),
     NULL,
     /* persistent */ 1, /* q_buffers */ 2, /* combine */ NULL, NULL, /* block_m */ H3_BLOCK_M, 0,
-    /* dependent_launch */ 0, /* v_stages */ 0,
+    /* dependent_launch */ 0, /* v_stages */ 0, /* cluster */ 0,
 };

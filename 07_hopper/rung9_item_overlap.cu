@@ -297,5 +297,5 @@ const flash3_rung FLASH3_RUNG(9) = {
     (const void *)FLASH3_KERNEL(flash3_fwd_combine_bf16_d64_r9_sm90a),
     (const void *)FLASH3_KERNEL(flash3_fwd_combine_bf16_d128_r9_sm90a),
     /* block_m */ H3_BLOCK_M, /* block_m_d128 */ 0, /* dependent_launch */ 0,
-    /* v_stages */ 0,
+    /* v_stages */ 0, /* cluster */ 0,
 };

@@ -21,6 +21,7 @@ setup() {
 #   rungs 11-13 at d128 (128-row Q tiles, two buffers): as rungs 3-9, 197728
 #   rung 14 (three V stages: 2 K + 3 V tiles, 14 mbarriers): d64 1024 + 49152 + 81920 + 112 =
 #   132208, d128 1024 + 65536 + 163840 + 112 = 230512
+#   rung 15 (head_dim 128 only, clusters of two): as rung 14's, 230512
 smem_of() {
     case "$1:$2" in
         1:64 | 2:64) echo 83016 ;;
@@ -29,7 +30,7 @@ smem_of() {
         3:128 | 5:128 | 6:128 | 7:128 | 8:128 | 9:128 | 11:128 | 12:128 | 13:128) echo 197728 ;;
         10:64 | 11:64 | 12:64 | 13:64) echo 115808 ;;
         14:64) echo 132208 ;;
-        14:128) echo 230512 ;;
+        14:128 | 15:128) echo 230512 ;;
     esac
 }
 
@@ -122,6 +123,7 @@ rung_checks() {
 @test "07 ladder rung 13 head_dim 128: every odd seq PASS, one r13 kernel (+ combine where split), same o_hash" { rung_case 13 128; }
 @test "07 ladder rung 14 head_dim 64: every odd seq PASS, one r14 kernel (+ combine where split), same o_hash" { rung_case 14 64; }
 @test "07 ladder rung 14 head_dim 128: every odd seq PASS, one r14 kernel (+ combine where split), same o_hash" { rung_case 14 128; }
+@test "07 ladder rung 15 head_dim 128: every odd seq PASS, one r15 kernel (no split), same o_hash" { rung_case 15 128; }
 
 # Rung 8 splits the keys where the tiles are few against the SMs (flash3_split.h; the plans are
 # checked on the CPU below): at 2x3x1000 (48 tiles) chunks of 2 key tiles where the device has
@@ -295,9 +297,10 @@ sass_waits() {
 # (704 tiles of 192 rows), whose rows each walk the same key tiles with the same arithmetic in
 # other tiles: the same bits again, at head_dim 64. Rung 11 takes its P from another offset (the
 # running max it keeps), so its bits are its own: PASS and its kernel, at both head_dims; rung 12
-# leaves out only exact zeros of rung 11's, rung 13 launches rung 12 and rung 14 loads rung 13's
-# tiles in another order: rung 11's bits.
-@test "07 ladder: rungs 5-14 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3 (rungs 11-14: rung 11's)" {
+# leaves out only exact zeros of rung 11's, rung 13 launches rung 12, rung 14 loads rung 13's
+# tiles in another order and rung 15 (head_dim 128) shares them between two blocks that take the
+# same 64-row blocks of queries in other pairs: rung 11's bits.
+@test "07 ladder: rungs 5-15 at shapes of two L2 sections: PASS, the O bits of rung 4 / rung 3 (rungs 11-15: rung 11's)" {
     local d r base want got shape rungs
     for d in 64 128; do
         if [ "$d" = 64 ]; then shape=(4 8 4096 64); base=4; rungs="5 6 7 8 9 10"
@@ -323,7 +326,9 @@ sass_waits() {
         assert_rel_l2_le 1e-2
         assert_rung_kernel 11 "$d"
         want=$(field o_hash)
-        for r in 12 13 14; do
+        rungs="12 13 14"
+        [ "$d" = 128 ] && rungs="12 13 14 15"
+        for r in $rungs; do
             rung_result "$r ${shape[*]} --seed 7"
             echo "${shape[*]}: rung $r $(field o_hash) (rung 11: $want)"
             [ "$status" -eq 0 ]
@@ -336,7 +341,7 @@ sass_waits() {
 
 # ---- CPU ---------------------------------------------------------------------------------------
 
-@test "07 ladder: --help lists the fourteen rungs with their idea and head_dims (no GPU needed)" {
+@test "07 ladder: --help lists the fifteen rungs with their idea and head_dims (no GPU needed)" {
     run "$ROOT/07_hopper/run" --help
     [ "$status" -eq 0 ]
     printf '%s\n' "$output" | grep -qxF '                      1  TMA + mbarriers + wgmma; producer warpgroup, setmaxnreg  64, 128'
@@ -353,6 +358,7 @@ sass_waits() {
     printf '%s\n' "$output" | grep -qxF "                     12  + the masked half of the diagonal tile skipped           64, 128"
     printf '%s\n' "$output" | grep -qxF "                     13  + the next kernel's launch under this one's tail (PDL)   64, 128"
     printf '%s\n' "$output" | grep -qxF "                     14  + K one tile ahead of V, and V three stages deep         64, 128"
+    printf '%s\n' "$output" | grep -qxF "                     15  + K and V multicast to a cluster of two (head_dim 128)   128"
     [ "$(printf '%s\n' "$output" | grep -c -- '--rung N')" -eq 1 ]
     # one line per rung file, each as bench/ladder.py reads it (number, idea, head_dims on one
     # line: a rung whose line wraps would be left out of make ladder's table)
@@ -361,12 +367,12 @@ sass_waits() {
 
 @test "07 ladder: a bad --rung exits 2 with one line naming the range (no GPU needed)" {
     local v
-    for v in 0 15 99 x -1 2.5 ''; do
+    for v in 0 16 99 x -1 2.5 ''; do
         run "$ROOT/07_hopper/run" --rung "$v" --trace none
         echo "--rung '$v': $status $output"
         [ "$status" -eq 2 ]
         [ "$(printf '%s\n' "$output" | grep -c .)" -eq 1 ]
-        [[ "$output" == "--rung: "*"(expected 1 to 14)" ]]
+        [[ "$output" == "--rung: "*"(expected 1 to 15)" ]]
     done
     run "$ROOT/07_hopper/run" --trace none --rung
     [ "$status" -eq 2 ]
@@ -381,6 +387,13 @@ sass_waits() {
         [ "$status" -eq 2 ]
         [ "$output" = "rung $r of 07_hopper does not run head_dim 128 (it runs 64; rungs 1-3, 5-9 and 11-14 run 64 and 128)" ]
     done
+}
+
+@test "07 ladder: rung 15 refuses head_dim 64 with one line, exit 2 (no GPU needed)" {
+    run "$ROOT/07_hopper/run" --rung 15 --head-dim 64 --trace none
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [ "$output" = "rung 15 of 07_hopper does not run head_dim 64 (it runs 128; rungs 1-3, 5-9 and 11-14 run 64 and 128)" ]
 }
 
 @test "07 ladder: make ladder at a head_dim no rung runs: the stage's one line, exit 2, nothing written (no GPU needed)" {

@@ -136,9 +136,9 @@ runs_07_ladder() {
             rung_flags $r
         done < <(rung_cases $c)
     done < <(test_calls rung_case "$(suite_file 07_ladder)")
-    # the L2-sections test: the rung each builds on and rungs 5-14, at shapes of two sections
+    # the L2-sections test: the rung each builds on and rungs 5-15, at shapes of two sections
     for r in 4 5 6 7 8 9 10 11 12 13 14; do rung_flags "$r" 4 8 4096 64 --seed 7; done
-    for r in 3 5 6 7 8 9 11 12 13 14; do rung_flags "$r" 1 16 4096 128 --seed 7; done
+    for r in 3 5 6 7 8 9 11 12 13 14 15; do rung_flags "$r" 1 16 4096 128 --seed 7; done
     # rungs 8-14 with a NaN in a split tile (rung 10: head_dim 64)
     for r in 8 9; do
         rung_flags "$r" 2 3 1000 64 --poison-q 999 --check-rows all
