@@ -803,7 +803,7 @@ typedef struct {
                                 * 192 (rungs 10-13: three consumers); 128 * (1 + block_m / 64) threads */
     int block_m_d128;          /* at head_dim 128, where it differs (rungs 11-13); 0: block_m */
     int dependent_launch;      /* 1: its kernels are launched with programmatic dependent launch
-                                * and wait for the kernel ahead themselves (rungs 13-14) */
+                                * and wait for the kernel ahead themselves (rungs 13-15) */
     int v_stages;              /* V stages where they differ from H3_STAGES (rungs 14-15); 0: H3_STAGES */
     int cluster;               /* blocks per cluster that share each K and V tile, loaded once
                                 * and multicast to both (rung 15: 2); its tiles of query rows are

@@ -370,7 +370,7 @@ static void *flash3_setup(attn_problem *p)
 }
 
 /* Launches kernel fn of rung r on stream st: with programmatic dependent launch where the rung's
- * kernels wait for the kernel ahead themselves (rungs 13-14: cudaLaunchKernelExC with
+ * kernels wait for the kernel ahead themselves (rungs 13-15: cudaLaunchKernelExC with
  * cudaLaunchAttributeProgrammaticStreamSerialization; CUDA C++ Programming Guide, "Programmatic
  * Dependent Launch and Synchronization"), else a plain cudaLaunchKernel. */
 static void launch_kernel(const flash3_rung *r, const void *fn, dim3 grid, dim3 block, void **args,

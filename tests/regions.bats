@@ -10,9 +10,10 @@
 # elsewhere with the reason.
 load helpers
 
-# The rungs of 07_hopper's ladder (07_hopper/rung<N>_*.cu).
+# The rungs of 07_hopper's ladder (07_hopper/rung<N>_*.cu) that run the blog's head_dim 64.
 rungs_07() {
-    (cd "$ROOT" && ls 07_hopper/rung[0-9]*_*.cu | sed 's/^07_hopper\/rung\([0-9]*\)_.*/\1/' | sort -n)
+    (cd "$ROOT" && ls 07_hopper/rung[0-9]*_*.cu | sed 's/^07_hopper\/rung\([0-9]*\)_.*/\1/' | sort -n |
+        grep -vx 15)   # rung 15 runs head_dim 128 only, not the blog's 64
 }
 
 # consumers_07 RUNG: its block's consumer warpgroups, one per 64 rows of its tile (helpers.bash).
