@@ -39,6 +39,17 @@
 #define R15_CLUSTER     2                     /* blocks per cluster */
 #define R15_ROWS        (64 * R15_CLUSTER * H3_CONSUMERS)   /* a cluster's query tile: 256 */
 #define R15_V_STAGES    3
+/* The register split (setmaxnreg; the two must free and take the same registers of the launch's
+ * 168 x 384 = 64512, or the consumers' increase waits for ever): FlashAttention-3's 24 / 240 in
+ * the plain build; in the regions build (--regions) the producer's markers do not fit in 24 and
+ * spill, so 40 / 232 there (128 x 40 + 256 x 232 = 64512). */
+#if defined(ATTN_REGIONS) && ATTN_REGIONS
+#define R15_PRODUCER_REGS 40
+#define R15_CONSUMER_REGS 232
+#else
+#define R15_PRODUCER_REGS H3_PRODUCER_REGS
+#define R15_CONSUMER_REGS H3_CONSUMER_REGS
+#endif
 
 #define R15_HALF_S(D)   64                    /* the half tile (rung 12): head_dim 128's */
 #define R15_HALF_P(D)   64
@@ -365,14 +376,14 @@ static __device__ __forceinline__ void fwd_block(const flash3_params &p)
     griddep_launch_dependents();              /* the next kernel may be placed as blocks leave */
     griddep_wait();                           /* the kernel ahead has completed: memory from here */
     if (threadIdx.x >> 7 == 0) {
-        setmaxnreg_dec<H3_PRODUCER_REGS>();
+        setmaxnreg_dec<R15_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             attn_regions_ctx rg = flash3_regions_start(p);
             cluster_producer<D, R15_V_STAGES>(p, b, rank, rg);
             attn_regions_finish(rg);
         }
     } else {
-        setmaxnreg_inc<H3_CONSUMER_REGS>();
+        setmaxnreg_inc<R15_CONSUMER_REGS>();
         attn_regions_ctx rg = flash3_regions_start(p);
         /* (through a shuffle from lane 0: uniform across the warp, kept in uniform registers) */
         const int cwg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0) - 1;
