@@ -162,7 +162,7 @@ typedef struct {
     attn_shape shape;
     int sms;                   /* multiprocessors: the persistent grid's size */
     int clusters;              /* rung 15: clusters of its kernel that fit on the GPU at once */
-    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-14) */
+    int l2_sections;           /* flash3_l2_sections for this shape (rungs 5-15) */
     flash3_split_plan plan;    /* rungs 8-14: the split for this shape (plan.chunk 0: none) */
     void *split_mem;           /* its device copy and the partials (flash3_split_bytes) */
     flash3_work *d_work;
@@ -394,8 +394,9 @@ static void launch_kernel(const flash3_rung *r, const void *fn, dim3 grid, dim3 
 }
 
 /* One launch of the rung's kernel: grid (batch*heads, query tiles), or min(SMs, query tiles x
- * batch*heads) blocks for a persistent rung; 128 per warpgroup (384, or 512 with three consumer
- * warpgroups: rung 10, and rungs 11-14 at head_dim 64). */
+ * batch*heads) blocks for a persistent rung (rung 15: two per cluster, grid_blocks); 128 threads
+ * per warpgroup (384, or 512 with three consumer warpgroups: rung 10, and rungs 11-14 at
+ * head_dim 64). */
 static void flash3_forward(attn_problem *p)
 {
     flash3_state *st = (flash3_state *)p->state;

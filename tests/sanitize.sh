@@ -36,7 +36,8 @@
 #       it runs clean.
 #   SANITIZE_TIMEOUT=300  seconds per run; a run that takes longer is killed and FAILs (a hang
 #       under a tool is a finding, not a wait).
-#   07_hopper runs once per rung (--rung 1 .. 14, every rung file; rungs 4 and 10 refuse head_dim 128, skipped):
+#   07_hopper runs once per rung (--rung 1 .. 15, every rung file; rungs 4 and 10 refuse head_dim 128,
+#       rung 15 head_dim 64: skipped):
 #       every tool checks the kernels students run, racecheck included. Measured on the H200
 #       (compute-sanitizer 2025.3.1) on the one-kernel build before the ladder: racecheck hung
 #       now and then on the setmaxnreg kernel (killed after 30-60 s; 0 hazards whenever it
