@@ -12,8 +12,9 @@
  *     block per consumer warpgroup, so that the two blocks have the same work (the diagonal's
  *     short rows with the long ones): 4k + 2.5 key tiles each on the k-th tile of a head.
  *   - The stages: a stage is reloaded once the consumers of both blocks have released it: each
- *     consumer warp arrives on its own block's empty mbarrier and on the other block's (a
- *     remote arrival, mbar_arrive_cluster), and the empty mbarriers count both blocks' warps.
+ *     consumer warp arrives on its own block's empty mbarrier and on the other block's (lanes
+ *     0 and 1 at once, remote arrivals at the default .cta scope: mbar_arrive_remote_if), and
+ *     the empty mbarriers count both blocks' warps.
  *     Each block's full mbarrier expects the whole tile: its own panel and the other block's.
  *   - Both blocks walk the same tiles in the same order (a cluster's items, flash3_section_item
  *     over 256-row tiles and the clusters), so their stages and phases stay in step; a
@@ -33,7 +34,7 @@
  * H3_SMEM_BYTES_VS(128, 128, 2, 3) bytes of dynamic shared memory, as rung 14's.
  */
 #include "flash3.cuh"
-#include "sm90/cluster.cuh"     /* cluster_rank, cluster_sync, mbar_arrive_cluster, tma_load_4d_multicast */
+#include "sm90/cluster.cuh"     /* cluster_rank, cluster_sync, mbar_arrive_remote_if, tma_load_4d_multicast */
 #include "sm90/griddep.cuh"     /* griddep_wait, griddep_launch_dependents */
 
 #define R15_CLUSTER     2                     /* blocks per cluster */
@@ -62,14 +63,15 @@ static __device__ __forceinline__ int r15_row_offset(uint32_t rank, int cwg)
 }
 
 /* The release of a K or V stage by one consumer warp: once its wgmma reading the stage have
- * completed, one arrival on that stage's empty mbarrier in each block of the cluster. */
+ * completed, one arrival on that stage's empty mbarrier in each block of the cluster, lane r
+ * arriving on block r's (the arrivals go out together, one instruction), as CUTLASS's
+ * PipelineTmaAsync spreads a consumer's releases over its threads; predicated, not branched, so
+ * the warp stays converged for the warpgroup's next .sync.aligned instruction. */
 static __device__ __forceinline__ void cluster_release(uint32_t empty_bar)
 {
     __syncwarp();
-    if ((threadIdx.x & 31) == 0) {
-#pragma unroll
-        for (uint32_t r = 0; r < R15_CLUSTER; ++r) mbar_arrive_cluster(empty_bar, r);
-    }
+    const uint32_t lane = threadIdx.x & 31;
+    mbar_arrive_remote_if(empty_bar, lane % R15_CLUSTER, lane < R15_CLUSTER);
 }
 
 /* The cluster's next item (a 256-row tile of one (batch, head)), false when it has none: the
@@ -118,7 +120,7 @@ static __device__ __forceinline__ void cluster_producer(const flash3_params &p, 
             if (n < w.n_end) {                /* K[n] */
                 const int uk = u + n, s = kv_stage(uk);
                 attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
-                mbar_wait_cluster(k_empty<VS>(b, s), kv_phase(uk) ^ 1u);
+                mbar_wait(k_empty<VS>(b, s), kv_phase(uk) ^ 1u);
                 attn_region_end(rg, ATTN_REGION_WAIT_FREE);
                 attn_region_begin(rg, ATTN_REGION_TMA_K);
                 mbar_arrive_expect_tx(k_full(b, s), KV_BYTES);
@@ -129,7 +131,7 @@ static __device__ __forceinline__ void cluster_producer(const flash3_params &p, 
             if (n > 0) {                      /* V[n - 1] */
                 const int uv = u + n - 1, s = v_stage<VS>(uv);
                 attn_region_begin(rg, ATTN_REGION_WAIT_FREE);
-                mbar_wait_cluster(v_empty<VS>(b, s), v_phase<VS>(uv) ^ 1u);
+                mbar_wait(v_empty<VS>(b, s), v_phase<VS>(uv) ^ 1u);
                 attn_region_end(rg, ATTN_REGION_WAIT_FREE);
                 attn_region_begin(rg, ATTN_REGION_TMA_V);
                 mbar_arrive_expect_tx(v_full(b, s), KV_BYTES);
@@ -255,26 +257,6 @@ static __device__ __forceinline__ void last_pv(const flash3_block &b, const r15_
     wgmma_wait<0>();
     wgmma_fence_regs(o);
     cluster_release(v_empty<R15_V_STAGES>(b, sp));
-}
-
-/* The epilogue by the TMA unit (flash3.cuh's store_o_tma_issue) for a warpgroup whose first row
- * is r0 of the cluster's tile: O into its rows of the Q buffer, fenced, then one box of p.o_map
- * per panel by the warpgroup's first thread, unless its rows lie outside 0..seq-1. */
-template <int D>
-static __device__ __forceinline__ void store_rows_tma_issue(const flash3_params &p, int bh, int r0,
-                                                            uint32_t sQ, int cwg, float (&o)[D / 2],
-                                                            float (&l_run)[2])
-{
-    constexpr int BM = H3_BLOCK_M;
-    o_to_smem<D, BM>(sQ, cwg, o, l_run);
-    fence_proxy_async_smem();
-    named_barrier_sync(NBAR_EPILOGUE + cwg, 128);   /* all 128 threads' rows written and fenced */
-    if ((threadIdx.x & 127) == 0 && r0 >= 0 && r0 < p.seq) {
-#pragma unroll
-        for (int panel = 0; panel < D / 64; ++panel)
-            tma_store_4d(&p.o_map, sQ + (uint32_t)(panel * BM * 128 + cwg * 64 * 128), 0, r0, panel, bh);
-        tma_store_commit();
-    }
 }
 
 /* Consumer warpgroup cwg of the block of rank `rank` on the cluster's item it: rung 14's

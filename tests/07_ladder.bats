@@ -214,6 +214,25 @@ same_o_bits() {
 # compute: rung 13's O, bit for bit.
 @test "07 ladder: rung 14 writes the same O bits as rung 13 at seq 1000, each head_dim" { same_o_bits 13 14; }
 
+# Rung 15 computes each of its rows as rung 14 does (the same key tiles in the same order, the same
+# arithmetic); only which block loads which panel of K and V, and which 64-row blocks of queries go
+# together, change. At 2x16x3001x128 neither splits the keys, and the last 256-row cluster tile
+# straddles seq (block 0's two row blocks lie past it and store nothing): rung 14's O, bit for bit.
+@test "07 ladder: rung 15 writes the same O bits as rung 14 at 2x16x3001x128" {
+    local want
+    rung_result "14 2 16 3001 128 --seed 7"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    want=$(field o_hash)
+    rung_result "15 2 16 3001 128 --seed 7"
+    echo "rung 15: $(field o_hash) $(field check) (rung 14: $want)"
+    [ "$status" -eq 0 ]
+    [ "$(field check)" = PASS ]
+    [ "$(field kernels_per_step)" = 1 ]
+    [ -n "$want" ]
+    [ "$(field o_hash)" = "$want" ]
+}
+
 # The overlap inside a warpgroup, in the SASS: from rung 2 on, each key tile's S and the previous
 # tile's P.V are issued together, S is waited for (WARPGROUP.DEPBAR.LE gsb0, 0x1), the softmax runs,
 # and then P.V is waited for (WARPGROUP.DEPBAR.LE gsb0, 0x0). ptxas moves a plain wait for P.V up to
@@ -222,7 +241,7 @@ same_o_bits() {
 # there). Rung 11 computes alpha whether or not O is rescaled, so its tile has 66 too. So in the
 # machine code of each rung's head_dim-128 forward kernel, every wait for P.V that follows a wait
 # for S must come after the softmax's 66 exponentials (MUFU.EX2: 64 of P, 2 of alpha, per thread),
-# but one on rungs 12-14: the half tile's step (one copy of the code) has 34 (32 of P, 2 of alpha).
+# but one on rungs 12-15: the half tile's step (one copy of the code) has 34 (32 of P, 2 of alpha).
 # sass_waits KERNEL: "<waits for S> <waits for P.V after one> <those with fewer than 34 EX2 before
 # them, or a wait for S with no wait for P.V before the next> <those with 34 to 65>", in address
 # order.
@@ -236,13 +255,13 @@ sass_waits() {
         END { if (after_s) early++; printf "%d %d %d %d\n", s, n, early, half }' "$BATS_FILE_TMPDIR/07.sass"
 }
 
-@test "07 ladder: the SASS of rungs 2-9 and 11-14 at head_dim 128 waits for P.V after the softmax's exponentials (no GPU needed)" {
+@test "07 ladder: the SASS of rungs 2-9 and 11-15 at head_dim 128 waits for P.V after the softmax's exponentials (no GPU needed)" {
     local dump; dump=$(find_tool cuobjdump)
     [ -n "$dump" ] || skip "cuobjdump not found (the CUDA toolkit's binary utilities)"
     [ -x "$ROOT/07_hopper/run" ] || skip "07_hopper/run is not built (make 07_hopper)"
     "$dump" -sass "$ROOT/07_hopper/run" > "$BATS_FILE_TMPDIR/07.sass"
     local r ns n early half fails=0
-    for r in 2 3 5 6 7 8 9 11 12 13 14; do
+    for r in 2 3 5 6 7 8 9 11 12 13 14 15; do
         read -r ns n early half < <(sass_waits "flash3_fwd_bf16_causal_128x128_d128_r${r}_sm90a")
         echo "rung $r head_dim 128: $ns waits for S, $n waits for P.V after one, $early early or missing, $half after a half tile's softmax"
         [ "$ns" -ge 1 ] && [ "$n" -eq "$ns" ] && [ "$early" -eq 0 ] || fails=$((fails + 1))

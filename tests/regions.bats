@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # GPU: the regions pass (--regions N) of 04_efficient, 05_flash and every rung of 07_hopper. One
-# run per stage (per rung for 07) at the blog's shape with --regions (default 4 SMs) and one
+# run per stage (per rung for 07; rung 15 at head_dim 128) at the blog's shape with --regions (default 4 SMs) and one
 # without, made once in setup_file and read by every test: the regions build passes the same
 # check as the kernel it instruments, the pass changes neither gpu_us nor O, the trace gets one
 # track per (SM, slot, warp or warpgroup) with every region inside the pass's kernel, 05's
@@ -10,14 +10,17 @@
 # elsewhere with the reason.
 load helpers
 
-# The rungs of 07_hopper's ladder (07_hopper/rung<N>_*.cu) that run the blog's head_dim 64.
+# The rungs of 07_hopper's ladder (07_hopper/rung<N>_*.cu).
 rungs_07() {
-    (cd "$ROOT" && ls 07_hopper/rung[0-9]*_*.cu | sed 's/^07_hopper\/rung\([0-9]*\)_.*/\1/' | sort -n |
-        grep -vx 15)   # rung 15 runs head_dim 128 only, not the blog's 64
+    (cd "$ROOT" && ls 07_hopper/rung[0-9]*_*.cu | sed 's/^07_hopper\/rung\([0-9]*\)_.*/\1/' | sort -n)
 }
 
+# head_dim_07 RUNG: the head_dim its regions run uses: the blog's 64, but 128 for rung 15 (it runs
+# head_dim 128 only).
+head_dim_07() { if [ "$1" -eq 15 ]; then echo 128; else echo 64; fi; }
+
 # consumers_07 RUNG: its block's consumer warpgroups, one per 64 rows of its tile (helpers.bash).
-consumers_07() { echo $(($(flash3_block_m "$1") / 64)); }
+consumers_07() { echo $(($(flash3_block_m "$1" "$(head_dim_07 "$1")") / 64)); }
 
 gpu_cc() {
     nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' '
@@ -34,14 +37,15 @@ setup_file() {
         "$root/$s/run" --no-counters --no-timeline --trace none --quiet > "$BATS_FILE_TMPDIR/$s.plain" 2>&1
     done
     [ "$(gpu_cc)" = "9.0" ] || return 0
-    # 07: every rung at the blog's shape (rung 4 runs head_dim 64 only: the blog's head_dim)
+    # 07: every rung at the blog's shape (its head_dim 64; rung 15 at head_dim 128)
     local r
     for r in $(rungs_07); do
-        "$root/07_hopper/run" --rung "$r" --regions --no-counters --no-timeline \
-            --trace "$BATS_FILE_TMPDIR/07_hopper_r$r.json" > "$BATS_FILE_TMPDIR/07_hopper_r$r.regions" 2>&1
+        "$root/07_hopper/run" --rung "$r" --head-dim "$(head_dim_07 "$r")" --regions --no-counters \
+            --no-timeline --trace "$BATS_FILE_TMPDIR/07_hopper_r$r.json" \
+            > "$BATS_FILE_TMPDIR/07_hopper_r$r.regions" 2>&1
         echo "rc=$?" >> "$BATS_FILE_TMPDIR/07_hopper_r$r.regions"
-        "$root/07_hopper/run" --rung "$r" --no-counters --no-timeline --trace none --quiet \
-            > "$BATS_FILE_TMPDIR/07_hopper_r$r.plain" 2>&1
+        "$root/07_hopper/run" --rung "$r" --head-dim "$(head_dim_07 "$r")" --no-counters --no-timeline \
+            --trace none --quiet > "$BATS_FILE_TMPDIR/07_hopper_r$r.plain" 2>&1
     done
 }
 

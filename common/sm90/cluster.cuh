@@ -10,15 +10,15 @@
  *
  *   every block:  mbarriers initialised, mbar_fence_init(), cluster_sync()   (before any remote use)
  *   producer:     mbar_arrive_expect_tx(full, whole tile); tma_load_4d_multicast(its part, mask)
- *   consumer:     mbar_wait(full) ... mbar_arrive_cluster(empty, rank) for every rank of the mask
+ *   consumer:     mbar_wait(full) ... mbar_arrive_remote_if(empty, rank, ...) for every rank of the mask
  *   every block:  cluster_sync() before it exits (no remote arrival may reach an exited block)
  *
  * Sources: PTX ISA 8.x/9.x, "Special Registers: %cluster_ctarank", "Parallel Synchronization and
  * Communication Instructions: barrier.cluster", "... mbarrier" (mbarrier.arrive with
- * .shared::cluster and .release.cluster, mbarrier.try_wait with .acquire.cluster), "Data Movement
- * and Conversion Instructions: mapa" and "... cp.async.bulk.tensor" (.multicast::cluster, the
- * 16-bit ctaMask); CUDA C++ Programming Guide, "Thread Block Clusters" and "Distributed Shared
- * Memory".
+ * .shared::cluster), "Data Movement and Conversion Instructions: mapa" and "...
+ * cp.async.bulk.tensor" (.multicast::cluster, the 16-bit ctaMask); CUDA C++ Programming Guide,
+ * "Thread Block Clusters" and "Distributed Shared Memory"; CUTLASS's ClusterBarrier
+ * (cutlass/arch/barrier.h).
  */
 #ifndef ATTN_SM90_CLUSTER_CUH
 #define ATTN_SM90_CLUSTER_CUH
@@ -43,29 +43,24 @@ static __device__ __forceinline__ void cluster_sync(void)
                  "barrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
-/* mapa + mbarrier.arrive.release.cluster.shared::cluster: one arrival on the mbarrier at .shared
- * address bar (this block's layout) in the shared memory of the cluster's block of rank `rank`
- * (this block's own when rank is its own). */
-static __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
+/* mapa + @p mbarrier.arrive.shared::cluster: where `pred` is non-zero, one arrival on the mbarrier
+ * at .shared address bar (this block's layout) in the shared memory of the cluster's block of rank
+ * `rank`, with the default semantics (.release at .cta scope), as CUTLASS's
+ * ClusterBarrier::arrive(cta_id, pred) does for a consumer freeing a multicast stage: it orders
+ * the issuing warp's completed reads of the stage (its wgmma waited on) before the producer's next
+ * TMA write, which the mbarrier's phase hands over; a cluster-wide fence is not needed for that.
+ * The predicate is inside the instruction, not a branch, so the warp never diverges (the
+ * warpgroup's .sync.aligned instructions that follow need it converged). rank must name a block
+ * of the cluster in every lane, predicated off or not (mapa runs in all). */
+static __device__ __forceinline__ void mbar_arrive_remote_if(uint32_t bar, uint32_t rank, uint32_t pred)
 {
     asm volatile("{\n"
                  "  .reg .b32 remote;\n"
+                 "  .reg .pred p;\n"
+                 "  setp.ne.u32 p, %2, 0;\n"
                  "  mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "  mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
-                 "}\n" :: "r"(bar), "r"(rank) : "memory");
-}
-
-/* mbar_wait (mbarrier.cuh) with cluster-scope acquire: for a barrier that other blocks of the
- * cluster arrive on (mbar_arrive_cluster), so that what they did before arriving is ordered
- * before what this thread does after the wait. */
-static __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity)
-{
-    asm volatile("{\n"
-                 "  .reg .pred done;\n"
-                 "wait_%=:\n"
-                 "  mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-                 "  @!done bra wait_%=;\n"
-                 "}\n" :: "r"(bar), "r"(parity) : "memory");
+                 "  @p mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+                 "}\n" :: "r"(bar), "r"(rank), "r"(pred) : "memory");
 }
 
 /* cp.async.bulk.tensor (.4d, .tile, global -> shared::cluster, .multicast::cluster): the box at
