@@ -732,41 +732,33 @@ static __device__ __forceinline__ void store_o(const flash3_params &p, const fla
     }
 }
 
-/* The epilogue by the TMA unit, issued, for a warpgroup whose first row is r0 of (batch, head) bh:
- * o_to_smem; each thread's fence.proxy.async (its ordinary stores before the TMA's reads of them)
- * and a named barrier over the warpgroup; then the warpgroup's first thread stores each 64-column
- * panel of its 64 rows, one box of p.o_map each (the rows are 128 bytes apart in a panel, as the
- * box lies; the panels BLOCK_M rows apart, so one box per panel), as one bulk async-group. Rows
- * past seq are outside the tensor and are not written; a warpgroup whose rows all lie past seq
- * (or, with a tile other than BLOCK_M rows, before row 0) stores nothing. The caller's first
- * thread must wait for the TMA to have read the group (tma_store_wait_read) before the Q buffer
- * goes back to the producer: store_o_tma waits at once (rung 6), rung 7 under the next item's
- * first product. The writes to global memory complete on their own: before the kernel ends, that
+/* The epilogue by the TMA unit, issued: o_to_smem; each thread's fence.proxy.async (its ordinary
+ * stores before the TMA's reads of them) and a named barrier over the warpgroup; then the
+ * warpgroup's first thread stores each 64-column panel of its 64 rows, one box of p.o_map each
+ * (the rows are 128 bytes apart in a panel, as the box lies; the panels BLOCK_M rows apart, so
+ * one box per panel), as one bulk async-group. Rows past seq are outside the tensor and are not
+ * written; a warpgroup whose rows all lie past seq stores nothing. The caller's first thread
+ * must wait for the TMA to have read the group (tma_store_wait_read) before the Q buffer goes
+ * back to the producer: store_o_tma waits at once (rung 6), rung 7 under the next item's first
+ * product. The writes to global memory complete on their own: before the kernel ends, that
  * thread waits for them (tma_store_wait). FlashAttention-3's epilogue_fwd.hpp stores O the same
  * way, from a swizzled shared tile. */
-template <int D, int BM = H3_BLOCK_M>
-static __device__ __forceinline__ void store_rows_tma_issue(const flash3_params &p, int bh, int r0,
-                                                            uint32_t sQ, int cwg, float (&o)[D / 2],
-                                                            float (&l_run)[2])
-{
-    o_to_smem<D, BM>(sQ, cwg, o, l_run);
-    fence_proxy_async_smem();
-    named_barrier_sync(NBAR_EPILOGUE + cwg, 128);   /* all 128 threads' rows written and fenced */
-    if ((threadIdx.x & 127) == 0 && r0 < p.seq && (BM == H3_BLOCK_M || r0 >= 0)) {
-#pragma unroll
-        for (int panel = 0; panel < D / 64; ++panel)
-            tma_store_4d(&p.o_map, sQ + (uint32_t)(panel * BM * 128 + cwg * 64 * 128), 0, r0, panel, bh);
-        tma_store_commit();
-    }
-}
-
-/* store_rows_tma_issue for warpgroup cwg of the item it: its rows start at it.m0 + 64 cwg. */
 template <int D, int BM = H3_BLOCK_M>
 static __device__ __forceinline__ void store_o_tma_issue(const flash3_params &p, const flash3_item &it,
                                                          uint32_t sQ, int cwg, float (&o)[D / 2],
                                                          float (&l_run)[2])
 {
-    store_rows_tma_issue<D, BM>(p, it.bh, it.m0 + cwg * 64, sQ, cwg, o, l_run);
+    o_to_smem<D, BM>(sQ, cwg, o, l_run);
+    fence_proxy_async_smem();
+    named_barrier_sync(NBAR_EPILOGUE + cwg, 128);   /* all 128 threads' rows written and fenced */
+    const int r0 = it.m0 + cwg * 64;          /* the warpgroup's first row */
+    if ((threadIdx.x & 127) == 0 && r0 < p.seq && (BM == H3_BLOCK_M || r0 >= 0)) {
+#pragma unroll
+        for (int panel = 0; panel < D / 64; ++panel)
+            tma_store_4d(&p.o_map, sQ + (uint32_t)(panel * BM * 128 + cwg * 64 * 128),
+                         0, r0, panel, it.bh);
+        tma_store_commit();
+    }
 }
 
 /* store_o_tma_issue, then the issuing thread waits until the TMA has read the rows: on return

@@ -259,6 +259,26 @@ static __device__ __forceinline__ void last_pv(const flash3_block &b, const r15_
     cluster_release(v_empty<R15_V_STAGES>(b, sp));
 }
 
+/* The epilogue by the TMA unit (flash3.cuh's store_o_tma_issue) for a warpgroup whose first row
+ * is r0 of the cluster's tile: O into its rows of the Q buffer, fenced, then one box of p.o_map
+ * per panel by the warpgroup's first thread, unless its rows lie outside 0..seq-1. */
+template <int D>
+static __device__ __forceinline__ void store_rows_tma_issue(const flash3_params &p, int bh, int r0,
+                                                            uint32_t sQ, int cwg, float (&o)[D / 2],
+                                                            float (&l_run)[2])
+{
+    constexpr int BM = H3_BLOCK_M;
+    o_to_smem<D, BM>(sQ, cwg, o, l_run);
+    fence_proxy_async_smem();
+    named_barrier_sync(NBAR_EPILOGUE + cwg, 128);   /* all 128 threads' rows written and fenced */
+    if ((threadIdx.x & 127) == 0 && r0 >= 0 && r0 < p.seq) {
+#pragma unroll
+        for (int panel = 0; panel < D / 64; ++panel)
+            tma_store_4d(&p.o_map, sQ + (uint32_t)(panel * BM * 128 + cwg * 64 * 128), 0, r0, panel, bh);
+        tma_store_commit();
+    }
+}
+
 /* Consumer warpgroup cwg of the block of rank `rank` on the cluster's item it: rung 14's
  * consume_item for its 64 rows r0 = it.m0 + r15_row_offset(rank, cwg), over all of the item's
  * key tiles 0 .. it.n_end - 1 (those past its rows' reach released unread, its turn taken), each
