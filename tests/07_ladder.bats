@@ -216,8 +216,9 @@ same_o_bits() {
 
 # Rung 15 computes each of its rows as rung 14 does (the same key tiles in the same order, the same
 # arithmetic); only which block loads which panel of K and V, and which 64-row blocks of queries go
-# together, change. At 2x16x3001x128 neither splits the keys, and the last 256-row cluster tile
-# straddles seq (block 0's two row blocks lie past it and store nothing): rung 14's O, bit for bit.
+# together, change. At 2x16x3001x128 neither splits the keys; rung 15's 256-row cluster tiles are
+# aligned to end at seq (flash3_tile_m0), so each head's first one starts 64 rows before row 0 and
+# block 0's first row block has no rows to compute or store: rung 14's O, bit for bit.
 @test "07 ladder: rung 15 writes the same O bits as rung 14 at 2x16x3001x128" {
     local want
     rung_result "14 2 16 3001 128 --seed 7"

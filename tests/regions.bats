@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # GPU: the regions pass (--regions N) of 04_efficient, 05_flash and every rung of 07_hopper. One
-# run per stage (per rung for 07; rung 15 at head_dim 128) at the blog's shape with --regions (default 4 SMs) and one
+# run per stage (per rung for 07) at the blog's shape (rung 15: its batch, heads and seq at head_dim 128) with --regions (default 4 SMs) and one
 # without, made once in setup_file and read by every test: the regions build passes the same
 # check as the kernel it instruments, the pass changes neither gpu_us nor O, the trace gets one
 # track per (SM, slot, warp or warpgroup) with every region inside the pass's kernel, 05's
@@ -37,7 +37,7 @@ setup_file() {
         "$root/$s/run" --no-counters --no-timeline --trace none --quiet > "$BATS_FILE_TMPDIR/$s.plain" 2>&1
     done
     [ "$(gpu_cc)" = "9.0" ] || return 0
-    # 07: every rung at the blog's shape (its head_dim 64; rung 15 at head_dim 128)
+    # 07: every rung at the blog's shape (rung 15: its batch, heads and seq at head_dim 128)
     local r
     for r in $(rungs_07); do
         "$root/07_hopper/run" --rung "$r" --head-dim "$(head_dim_07 "$r")" --regions --no-counters \

@@ -10,7 +10,7 @@
  *
  *   every block:  mbarriers initialised, mbar_fence_init(), cluster_sync()   (before any remote use)
  *   producer:     mbar_arrive_expect_tx(full, whole tile); tma_load_4d_multicast(its part, mask)
- *   consumer:     mbar_wait(full) ... mbar_arrive_remote_if(empty, rank, ...) for every rank of the mask
+ *   consumer:     mbar_wait(full) ... mbar_arrive_remote_if(empty, lane, lane < blocks): lane r on rank r
  *   every block:  cluster_sync() before it exits (no remote arrival may reach an exited block)
  *
  * Sources: PTX ISA 8.x/9.x, "Special Registers: %cluster_ctarank", "Parallel Synchronization and
@@ -46,10 +46,14 @@ static __device__ __forceinline__ void cluster_sync(void)
 /* mapa + @p mbarrier.arrive.shared::cluster: where `pred` is non-zero, one arrival on the mbarrier
  * at .shared address bar (this block's layout) in the shared memory of the cluster's block of rank
  * `rank`, with the default semantics (.release at .cta scope), as CUTLASS's
- * ClusterBarrier::arrive(cta_id, pred) does for a consumer freeing a multicast stage: it orders
- * the issuing warp's completed reads of the stage (its wgmma waited on) before the producer's next
- * TMA write, which the mbarrier's phase hands over; a cluster-wide fence is not needed for that.
- * The predicate is inside the instruction, not a branch, so the warp never diverges (the
+ * ClusterBarrier::arrive(cta_id, pred) does for a consumer freeing a multicast stage. The hazard
+ * it guards is write-after-read: the warp's reads of the stage (its wgmma) have completed before
+ * it arrives (wgmma.wait_group returned them), and the other block's producer issues its next TMA
+ * write into the stage only after the phase it waits on has flipped. A .cta release paired with
+ * the producer's .cta acquire is not, in the PTX memory model's terms, a synchronisation across
+ * the two blocks; what makes the protocol safe is that order of completed reads and later writes,
+ * as in CUTLASS's pipelines. The predicate is inside the instruction, not a branch, so the warp
+ * never diverges (the
  * warpgroup's .sync.aligned instructions that follow need it converged). rank must name a block
  * of the cluster in every lane, predicated off or not (mapa runs in all). */
 static __device__ __forceinline__ void mbar_arrive_remote_if(uint32_t bar, uint32_t rank, uint32_t pred)
