@@ -59,8 +59,7 @@
  *   The markers in the producer must stay cheap: its warpgroup has 24 registers (40 in rung 15's
  *   regions build; CI=true make 07_hopper fails on a spill or a setmaxnreg that ptxas ignores).
  *   hopper.cu registers the build once, with the units' roles (ATTN_REGIONS_REGISTER_ROLES);
- *   tests/regions.bats runs the regions build of every rung file that runs head_dim 64 (all but
- *   rung 15's).
+ *   tests/regions.bats runs every rung file's regions build (rung 15's at head_dim 128).
  * Sources: Shah et al. 2024, "FlashAttention-3" (arXiv 2407.08608), its hopper/ sources (mask,
  * softmax, named barriers, tile scheduler, epilogue each in one place); the PTX ISA sections
  * named in common/sm90/.

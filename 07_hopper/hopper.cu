@@ -27,6 +27,8 @@
  *                        set-up under the tail of the one before (griddepcontrol)
  *   rung14_loads_ahead.cu + the producer's loads further ahead: K one tile ahead of V, and V
  *                        three stages deep
+ *   rung15_cluster_multicast.cu + clusters of two blocks (head_dim 128): each K and V tile
+ *                        loaded once, multicast to both blocks' shared memory
  * Without --rung: the fastest rung at each shape (rung_for: rung 14, and rung 8 on the small
  * grids of head_dim 64).
  * What they share (mask, online softmax, causal bounds, pipeline bookkeeping, epilogue, barrier
